@@ -1,0 +1,1 @@
+"""The ``verimod`` command line (Typer). Thin: parse options, call the library, print."""

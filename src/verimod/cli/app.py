@@ -1,0 +1,44 @@
+"""The root ``verimod`` Typer application."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from verimod import __version__
+from verimod.cli import varm
+
+app = typer.Typer(
+    name="verimod",
+    help="Verifiable evaluation of content-moderation models: anchored rationales, deterministic "
+    "parsing, record-level scores.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"verimod {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """verimod: verifiable evaluation of content-moderation models."""
+
+
+varm.register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

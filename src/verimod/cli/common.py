@@ -1,0 +1,41 @@
+"""What every command shares: consoles, bad-input handling, common options.
+
+Untrusted text (model outputs, data) is printed only through :func:`safe`, which removes
+control characters (no terminal escape sequences) and is never interpreted as Rich markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from verimod.core.errors import InputError, one_line
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+EncodingOption = Annotated[
+    str | None,
+    typer.Option("--encoding", help="Input encoding (default: UTF-8 with or without BOM), e.g. gb18030."),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
+
+
+def safe(text: str, limit: int = 400) -> Text:
+    """Untrusted text as a Rich ``Text``: one line, no control characters, no markup."""
+    return Text(one_line(text, limit))
+
+
+@contextmanager
+def bad_input_exits() -> Iterator[None]:
+    """Turn :class:`InputError` into one line on stderr and exit code 2 (never a traceback)."""
+    try:
+        yield
+    except InputError as exc:
+        err_console.print(Text("error: ", style="bold red") + safe(str(exc.problem), 1000))
+        raise typer.Exit(2) from None

@@ -1,0 +1,214 @@
+"""VARM commands: ``score``, ``parse``, ``validate``, ``demo``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+from rich.text import Text
+
+from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console, safe
+from verimod.core.errors import InputError
+from verimod.data.jsonl import dumps_line, read_jsonl, read_lines, write_json, write_jsonl
+from verimod.report.tables import varm_scores_table
+from verimod.tasks.varm.codebook import FIELDS
+from verimod.tasks.varm.corrupt import demo_outputs
+from verimod.tasks.varm.io import load_outputs, load_references, reference_problems
+from verimod.tasks.varm.parser import ParseResult, parse_rationale
+from verimod.tasks.varm.schema import VarmPrediction, VarmReference
+from verimod.tasks.varm.scorer import VarmScorer, VarmScores
+from verimod.tasks.varm.starter import load_starter
+
+_PROGRESS_THRESHOLD = 50_000
+
+
+def _emit_json(scores: VarmScores, target: str) -> None:
+    if target == "-":
+        sys.stdout.write(json.dumps(scores.model_dump(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        write_json(target, scores.model_dump())
+
+
+def _score(
+    references: list[VarmReference], outputs: dict[str, str], per_item: Path | None, quiet: bool
+) -> VarmScores:
+    """Score every reference; stream per-item rows to ``per_item`` when given."""
+    scorer = VarmScorer()
+    show = not quiet and len(references) >= _PROGRESS_THRESHOLD
+
+    def rows() -> Iterator[dict[str, Any]]:
+        with Progress(console=err_console, disable=not show, transient=True) as progress:
+            task = progress.add_task("scoring", total=len(references))
+            for i, ref in enumerate(references):
+                yield scorer.add(ref.id, ref, outputs.get(ref.id)).to_dict()
+                if i % 10_000 == 0:
+                    progress.update(task, completed=i)
+
+    if per_item is not None:
+        write_jsonl(per_item, rows())
+    else:
+        for _ in rows():
+            pass
+    return scorer.scores()
+
+
+def score(
+    predictions: Annotated[Path, typer.Argument(help='Prediction JSONL: one {"id", "output"} per line.')],
+    ref: Annotated[Path, typer.Option("--ref", "-r", help="Reference JSONL (VARM records).")],
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the metrics as JSON to this file ('-' for stdout).")
+    ] = None,
+    per_item: Annotated[
+        Path | None, typer.Option("--per-item", help="Write one JSONL row per item (status, record, J, ...).")
+    ] = None,
+    encoding: EncodingOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Score model outputs against references: field F1, T-F1, Parse, Format, JREM, HER.
+
+    Every reference item counts: a missing or unparseable output is wrong on every field.
+
+    Example: [bold]verimod score preds.jsonl --ref test.jsonl --json scores.json[/bold]
+    """
+    with bad_input_exits():
+        references = load_references(ref, encoding)
+        outputs = load_outputs(predictions, [r.id for r in references], encoding, reference_path=str(ref))
+        scores = _score(references, outputs, per_item, quiet)
+    if json_out is not None:
+        _emit_json(scores, json_out)
+    if not quiet and json_out != "-":
+        console.print(varm_scores_table(scores, title=f"VARM scores of {predictions.name}"))
+        if scores.n_missing:
+            console.print(f"{scores.n_missing} reference items had no prediction (scored as unparseable).")
+
+
+def _describe(item_id: str, result: ParseResult) -> Text:
+    line = safe(item_id, 80) + Text("  ")
+    if result.values is None:
+        return line + Text(f"parse_error  {result.error_class}: ", style="red") + safe(result.detail or "")
+    fields = " | ".join(f"{f}={v}" for f, v in zip(FIELDS, result.values, strict=True))
+    verdict = "format ok" if result.format_ok else "format ✗ " + ",".join(result.flags + result.violations)
+    return line + Text("ok  ", style="green") + safe(fields, 300) + Text(f"  [{verdict}]")
+
+
+def _outputs_to_parse(source: str, jsonl: bool, encoding: str | None) -> Iterator[tuple[str, str]]:
+    if jsonl:
+        for line, obj in read_jsonl(source, encoding):
+            try:
+                prediction = VarmPrediction.model_validate(obj)
+            except ValueError:
+                raise InputError.at(source, line, None, 'expected {"id": ..., "output": "..."}') from None
+            yield prediction.id, prediction.output
+    else:
+        text = "\n".join(t for _, t in read_lines(source, encoding))
+        yield ("-" if source == "-" else Path(source).name), text
+
+
+def parse(
+    source: Annotated[str, typer.Argument(help="A file, or '-' for stdin.")] = "-",
+    jsonl: Annotated[
+        bool | None,
+        typer.Option(
+            "--jsonl/--text", help="Input is prediction JSONL (default for *.jsonl) or one raw output."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per output.")] = False,
+    encoding: EncodingOption = None,
+) -> None:
+    """Parse rationales and print each record or the error class.
+
+    Example: [bold]verimod parse preds.jsonl[/bold]   or   [bold]echo '...' | verimod parse -[/bold]
+    """
+    is_jsonl = source.endswith(".jsonl") if jsonl is None else jsonl
+    with bad_input_exits():
+        for item_id, output in _outputs_to_parse(source, is_jsonl, encoding):
+            result = parse_rationale(output)
+            if as_json:
+                sys.stdout.buffer.write(dumps_line({"id": item_id, **result.to_dict()}))
+            else:
+                console.print(_describe(item_id, result))
+
+
+def validate(
+    reference: Annotated[Path, typer.Argument(help="Reference JSONL to check.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
+    encoding: EncodingOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Check a reference file: fields, values, codebook constraints, duplicate ids, rationales.
+
+    Exit code 2 when any problem is found; each is reported as FILE:LINE: field: message.
+
+    Example: [bold]verimod validate data/test.jsonl[/bold]
+    """
+    count, problems = reference_problems(reference, encoding)
+    if as_json:
+        report = {
+            "file": str(reference),
+            "items": count,
+            "problems": [{"line": p.line, "field": p.field, "message": p.message} for p in problems],
+        }
+        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    else:
+        for problem in problems:
+            console.print(safe(str(problem), 1000))
+        if not quiet:
+            verdict = "OK" if not problems else f"{len(problems)} problem(s)"
+            console.print(f"{reference}: {count} item(s) checked, {verdict}")
+    if problems:
+        raise typer.Exit(2)
+
+
+def demo(
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Keep the demonstration files in this folder.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the corruption draw.")] = 0,
+    split: Annotated[str, typer.Option(help="Starter split to use.")] = "test",
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Score a demonstration prediction file built from the bundled starter set.
+
+    A stand-in until a model is evaluated: the predictions are the starter split's reference
+    rationales with a seeded mix of realistic corruptions (wrong referents, flipped labels,
+    lenient formatting, broken anchors, missing outputs).
+
+    Example: [bold]verimod demo --out demo/[/bold]
+    """
+    references = load_starter(split)
+    outputs, applied = demo_outputs(references, seed=seed)
+    folder = out or Path(tempfile.mkdtemp(prefix="verimod-demo-"))
+    ref_path, pred_path = folder / f"starter_{split}.jsonl", folder / "demo_predictions.jsonl"
+    write_jsonl(ref_path, (r.model_dump(exclude_none=True) for r in references))
+    write_jsonl(pred_path, ({"id": i, "output": o, "corruption": applied[i]} for i, o in outputs.items()))
+    with bad_input_exits():
+        scores = _score(
+            references, load_outputs(pred_path, outputs, reference_path=str(ref_path)), None, quiet
+        )
+    if json_out is not None:
+        _emit_json(scores, json_out)
+    if not quiet and json_out != "-":
+        console.print(
+            f"Demonstration: {len(references)} starter '{split}' items, predictions = reference rationales "
+            f"with seeded corruptions (seed {seed}); not a model's output."
+        )
+        console.print(varm_scores_table(scores, title="VARM scores (demonstration)"))
+        where = f"kept in {folder}" if out else f"written to {folder}"
+        console.print(f"Files {where}: re-score with  verimod score {pred_path} --ref {ref_path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the VARM commands to the root application."""
+    app.command(rich_help_panel="VARM")(score)
+    app.command(rich_help_panel="VARM")(parse)
+    app.command(rich_help_panel="VARM")(validate)
+    app.command(rich_help_panel="VARM")(demo)

@@ -1,0 +1,1 @@
+"""What every protocol shares: errors, registries, run store, cache, engine."""

@@ -1,0 +1,1 @@
+"""Readers and writers, and (in later modules) the data-set construction tools."""

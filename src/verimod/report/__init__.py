@@ -1,0 +1,1 @@
+"""Reports: tables (terminal, markdown, csv, latex, json), plots and self-contained HTML."""

@@ -1,0 +1,47 @@
+"""Terminal tables of VARM scores (Rich). Percentages for reading; JSON keeps fractions."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from verimod.tasks.varm.scorer import VarmScores
+
+#: (label, attribute) in the order of the VARM-Bench results table.
+MAIN_METRICS = (
+    ("Label macro-F1", "label_macro_f1"),
+    ("Category macro-F1", "category_macro_f1"),
+    ("Target char-F1 (T-F1)", "target_char_f1"),
+    ("Target type macro-F1", "target_type_macro_f1"),
+    ("Explicitness macro-F1", "explicitness_macro_f1"),
+    ("Stance macro-F1", "stance_macro_f1"),
+    ("Parse", "parse_rate"),
+    ("Format", "format_rate"),
+    ("JREM", "jrem"),
+    ("HER-C", "her_c"),
+    ("HER-L", "her_l"),
+)
+
+
+def percent(value: float | None) -> str:
+    """``0.1234`` → ``"12.34"``; None → ``"n/a"`` (an undefined ratio)."""
+    return "n/a" if value is None else f"{100 * value:.2f}"
+
+
+def varm_scores_table(scores: VarmScores, title: str = "VARM scores") -> Table:
+    """The main metrics, field mismatch rates, Shapley terms and parse-error counts."""
+    table = Table(title=f"{title} (n = {scores.n}, %)", show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for label, attribute in MAIN_METRICS:
+        table.add_row(label, percent(getattr(scores, attribute)))
+    table.add_section()
+    for field, rate in scores.mismatch.items():
+        table.add_row(f"mismatch: {field}", percent(rate))
+    table.add_section()
+    for group, phi in scores.shapley.items():
+        table.add_row(f"Shapley (Parse − JREM): {group}", percent(phi))
+    if scores.error_classes:
+        table.add_section()
+        for error, count in scores.error_classes.items():
+            table.add_row(f"unparsed: {error}", str(count))
+    return table

@@ -1,0 +1,183 @@
+"""Reading VARM reference and prediction files, with one-line errors naming file, line, field.
+
+- :func:`load_references` stops at the first problem (raises :class:`InputError`): required
+  fields, admissible values, duplicate ids. Codebook consistency and reference rationales are
+  checked by :func:`reference_problems` (``verimod validate``), which reports every problem.
+- :func:`load_outputs` reads ``{"id", "output"}`` lines: an id that is not a reference id, or an
+  id seen twice, is an error naming its line. References without a prediction are the scorer's
+  business (scored as missing), not an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from verimod.core.errors import InputError, Problem, shown
+from verimod.core.validation import validation_problems
+from verimod.data.jsonl import read_jsonl, scan_jsonl
+from verimod.tasks.varm.codebook import CONSTRAINTS, FIELDS, codebook_violations
+from verimod.tasks.varm.parser import parse_rationale
+from verimod.tasks.varm.schema import VarmPrediction, VarmReference
+
+_CONSTRAINT_FIELD = {"label_category": "category", "no_clear_target": "target", "harmful_stance": "stance"}
+
+
+def _references_with_problems(
+    path: str | Path, encoding: str | None = None
+) -> Iterator[tuple[int, VarmReference | None, list[Problem]]]:
+    name = str(path)
+    first_line: dict[str, int] = {}
+    for line, obj in read_jsonl(path, encoding):
+        try:
+            reference = VarmReference.model_validate(obj)
+        except ValidationError as exc:
+            yield line, None, validation_problems(exc, VarmReference, name, line)
+            continue
+        if reference.id in first_line:
+            problem = Problem(
+                name,
+                line,
+                "id",
+                f"duplicate id {shown(reference.id)} (first on line {first_line[reference.id]})",
+            )
+            yield line, None, [problem]
+            continue
+        first_line[reference.id] = line
+        yield line, reference, []
+
+
+def load_references(path: str | Path, encoding: str | None = None) -> list[VarmReference]:
+    """All reference items of a JSONL file; raises :class:`InputError` at the first bad line."""
+    references = []
+    for _line, reference, problems in _references_with_problems(path, encoding):
+        if problems:
+            raise InputError(problems[0])
+        assert reference is not None
+        references.append(reference)
+    if not references:
+        raise InputError.at(str(path), None, None, "no reference items (the file is empty)")
+    return references
+
+
+def _rationale_problems(reference: VarmReference, path: str, line: int) -> list[Problem]:
+    assert reference.cot is not None
+    result = parse_rationale(reference.cot)
+    if result.values is None:
+        return [
+            Problem(
+                path,
+                line,
+                "cot",
+                f"reference rationale does not parse: {result.error_class}: {result.detail}",
+            )
+        ]
+    problems = []
+    if not result.format_ok:
+        reasons = list(result.flags) + [f"codebook:{v}" for v in result.violations]
+        problems.append(
+            Problem(path, line, "cot", f"reference rationale fails Format ({', '.join(reasons)})")
+        )
+    for field, value in zip(FIELDS, result.values, strict=True):
+        expected = getattr(reference, field)
+        if value != expected:
+            problems.append(
+                Problem(
+                    path,
+                    line,
+                    "cot",
+                    f"anchor {field} = {shown(value)} but the record says {shown(expected)}",
+                )
+            )
+    return problems
+
+
+def _item_problems(obj: dict, name: str, line: int, first_line: dict[str, int]) -> list[Problem]:
+    """Every problem of one reference object; records its id in ``first_line``."""
+    try:
+        reference = VarmReference.model_validate(obj)
+    except ValidationError as exc:
+        ref_id = obj.get("id")
+        if isinstance(ref_id, str | int) and not isinstance(ref_id, bool):
+            first_line.setdefault(str(ref_id), line)
+        return validation_problems(exc, VarmReference, name, line)
+    problems = []
+    if reference.id in first_line:
+        problems.append(
+            Problem(
+                name,
+                line,
+                "id",
+                f"duplicate id {shown(reference.id)} (first on line {first_line[reference.id]})",
+            )
+        )
+    else:
+        first_line[reference.id] = line
+    for constraint in codebook_violations(reference):
+        problems.append(
+            Problem(
+                name, line, _CONSTRAINT_FIELD[constraint], f"breaks the codebook: {CONSTRAINTS[constraint]}"
+            )
+        )
+    if reference.cot is not None:
+        problems.extend(_rationale_problems(reference, name, line))
+    return problems
+
+
+def reference_problems(path: str | Path, encoding: str | None = None) -> tuple[int, list[Problem]]:
+    """Check a reference file completely: ``(number of items read, every problem found)``.
+
+    Checks: JSON, required fields, admissible values, duplicate ids, codebook constraints and,
+    when ``cot`` is present, that it passes Format and its anchors equal the record's fields.
+    Bad encoding or an unreadable file still raises :class:`InputError` (nothing can be read).
+    """
+    name = str(path)
+    problems: list[Problem] = []
+    count = 0
+    first_line: dict[str, int] = {}
+    try:
+        for line, obj in scan_jsonl(path, encoding):
+            if isinstance(obj, InputError):
+                problems.append(obj.problem)
+                continue
+            count += 1
+            problems.extend(_item_problems(obj, name, line, first_line))
+    except InputError as exc:  # unreadable file or encoding: nothing further can be checked
+        problems.append(exc.problem)
+    if count == 0 and not problems:
+        problems.append(Problem(name, None, None, "no reference items (the file is empty)"))
+    return count, problems
+
+
+def load_outputs(
+    path: str | Path,
+    reference_ids: Collection[str],
+    encoding: str | None = None,
+    reference_path: str = "the references",
+) -> dict[str, str]:
+    """``{id: output}`` from a prediction JSONL file; unknown or duplicate ids are errors."""
+    name = str(path)
+    known = set(reference_ids)
+    outputs: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    for line, obj in read_jsonl(path, encoding):
+        try:
+            prediction = VarmPrediction.model_validate(obj)
+        except ValidationError as exc:
+            raise InputError(validation_problems(exc, VarmPrediction, name, line)[0]) from None
+        if prediction.id in first_line:
+            raise InputError.at(
+                name,
+                line,
+                "id",
+                f"duplicate id {shown(prediction.id)} (first on line {first_line[prediction.id]})",
+            )
+        if prediction.id not in known:
+            raise InputError.at(
+                name, line, "id", f"unknown id {shown(prediction.id)}: not in {reference_path}"
+            )
+        first_line[prediction.id] = line
+        outputs[prediction.id] = prediction.output
+    return outputs

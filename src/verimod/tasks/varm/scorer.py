@@ -1,0 +1,304 @@
+"""Deterministic end-to-end scoring of VARM outputs against reference records.
+
+Every reference item is in every denominator: a missing prediction or an output that does not
+parse counts as wrong on every field (a miss for its true class and a false positive for no
+class), has T-F1 = 0 and J = 0. For N reference items:
+
+- Macro-F1 of label, category, target_type, target_explicitness, stance: mean per-class F1 over
+  the classes present in the reference column (:func:`verimod.stats.macro_f1`), with an INVALID
+  prediction for unparseable outputs.
+- T-F1: mean of the per-item target score: :func:`verimod.stats.char_f1` of predicted and
+  reference target; 1 when both are ``no_clear_target``, 0 when only one is; 0 when unparseable.
+- Parse: fraction of outputs that parse; Format: fraction that parse, are written canonically
+  and satisfy the codebook constraints.
+- JREM: mean of J_i, where J_i = 1 iff output i parses, T-F1_i ≥ 0.5 and the five discrete
+  fields equal the reference.
+- HER-C = Σ M_i^C (1 − J_i) / Σ M_i^C with M_i^C = 1 iff output i parses and its category is
+  correct; HER-L likewise for the label. None when the denominator is 0.
+- Mismatch rate of each field over N (target mismatch: T-F1 < 0.5; unparseable outputs
+  mismatch every field).
+- Exact Shapley decomposition of Parse − JREM over the groups referent = {target, target_type,
+  target_explicitness}, stance = {stance}, decision = {label, category}, with
+  v(S) = (1/N)·#{i : output i parses and every field of every group in S is correct} and
+  φ_g = Σ_{S ⊆ G∖{g}} |S|!(|G|−|S|−1)!/|G|! · (v(S) − v(S ∪ {g})). The three φ sum exactly to
+  Parse − JREM (checked in rational arithmetic).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Final, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from verimod.stats import char_f1, per_class_f1, shapley_values
+from verimod.tasks.varm.codebook import DISCRETE_FIELDS, FIELDS, NO_CLEAR_TARGET, VOCABULARY, RecordLike
+from verimod.tasks.varm.parser import PARSER_VERSION, ParseResult, parse_rationale
+
+T_F1_THRESHOLD: Final = 0.5
+MISSING_PREDICTION: Final = "missing_prediction"
+SHAPLEY_GROUPS: Final = {
+    "referent": ("target", "target_type", "target_explicitness"),
+    "stance": ("stance",),
+    "decision": ("label", "category"),
+}
+_CODES: Final = {field: {v: i for i, v in enumerate(values)} for field, values in VOCABULARY.items()}
+# Bits of the per-item status byte: parsed, format ok, then one "correct" bit per field.
+_PARSED: Final = 1
+_FORMAT: Final = 2
+_FIELD_BIT: Final = {field: 4 << i for i, field in enumerate(FIELDS)}
+_ALL_FIELDS: Final = sum(_FIELD_BIT.values())
+
+
+class ItemScore(NamedTuple):
+    """The scored outcome of one item: enough to audit it without re-running anything."""
+
+    id: str
+    status: str  # "ok" | "parse_error" | "missing"
+    error_class: str | None
+    detail: str | None
+    values: tuple[str, ...] | None
+    format_ok: bool
+    violations: tuple[str, ...]
+    flags: tuple[str, ...]
+    correct: tuple[bool, bool, bool, bool, bool, bool]
+    target_char_f1: float
+    j: int
+    output: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """One per-item JSONL row (id, status, error class, record, per-field correctness, T-F1, J)."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "error_class": self.error_class,
+            "detail": self.detail,
+            "record": None if self.values is None else dict(zip(FIELDS, self.values, strict=True)),
+            "format_ok": self.format_ok,
+            "violations": list(self.violations),
+            "flags": list(self.flags),
+            "correct": dict(zip(FIELDS, self.correct, strict=True)),
+            "target_char_f1": self.target_char_f1,
+            "j": self.j,
+            "output": self.output,
+            "parser_version": PARSER_VERSION,
+        }
+
+
+class VarmScores(BaseModel):
+    """Summary metrics of one scored prediction set; fractions in [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n: int
+    label_macro_f1: float
+    category_macro_f1: float
+    target_char_f1: float
+    target_type_macro_f1: float
+    explicitness_macro_f1: float
+    stance_macro_f1: float
+    parse_rate: float
+    format_rate: float
+    jrem: float
+    her_c: float | None
+    her_l: float | None
+    mismatch: dict[str, float]
+    shapley: dict[str, float]
+    n_parsed: int
+    n_format: int
+    n_missing: int
+    n_inconsistent: int
+    error_classes: dict[str, int]
+    per_class_f1: dict[str, dict[str, float]]
+    parser_version: str
+
+
+def target_score(pred_target: str, ref_target: str) -> float:
+    """Per-item target score: char F1, with the ``no_clear_target`` rule (1 if both, 0 if one)."""
+    pred_none = pred_target == NO_CLEAR_TARGET
+    ref_none = ref_target == NO_CLEAR_TARGET
+    if pred_none or ref_none:
+        return 1.0 if pred_none and ref_none else 0.0
+    return char_f1(pred_target, ref_target)
+
+
+class VarmScorer:
+    """Accumulates items one at a time in compact columns; :meth:`scores` summarises them.
+
+    Memory per item is a few dozen bytes, so millions of items can be scored in one process;
+    the per-item :class:`ItemScore` returned by :meth:`add` is for the caller to keep or drop.
+    """
+
+    def __init__(self) -> None:
+        self._ref = {field: array("b") for field in DISCRETE_FIELDS}
+        self._pred = {field: array("b") for field in DISCRETE_FIELDS}
+        self._tf1 = array("d")
+        self._bits = array("H")
+        self._errors: Counter[str] = Counter()
+        self._inconsistent = 0
+
+    def __len__(self) -> int:
+        return len(self._bits)
+
+    def add(self, item_id: str, reference: RecordLike, output: str | None) -> ItemScore:
+        """Score one output (None: the prediction is missing) against its reference record."""
+        parsed: ParseResult | None = None if output is None else parse_rationale(output)
+        ref_values = (
+            reference.target,
+            reference.target_type,
+            reference.target_explicitness,
+            reference.stance,
+            reference.label,
+            reference.category,
+        )
+        for field, value in zip(DISCRETE_FIELDS, ref_values[1:], strict=True):
+            self._ref[field].append(_CODES[field][value])
+        values = None if parsed is None else parsed.values
+        if values is None:
+            for field in DISCRETE_FIELDS:
+                self._pred[field].append(-1)
+            self._tf1.append(0.0)
+            self._bits.append(0)
+            error = MISSING_PREDICTION if parsed is None else str(parsed.error_class)
+            self._errors[error] += 1
+            return ItemScore(
+                item_id,
+                "missing" if parsed is None else "parse_error",
+                error,
+                None if parsed is None else parsed.detail,
+                None,
+                False,
+                (),
+                (),
+                (False,) * 6,
+                0.0,
+                0,
+                output,  # type: ignore[arg-type]
+            )
+        assert parsed is not None
+        for field, value in zip(DISCRETE_FIELDS, values[1:], strict=True):
+            self._pred[field].append(_CODES[field][value])
+        tf1 = target_score(values[0], ref_values[0])
+        correct = (
+            tf1 >= T_F1_THRESHOLD,
+            values[1] == ref_values[1],
+            values[2] == ref_values[2],
+            values[3] == ref_values[3],
+            values[4] == ref_values[4],
+            values[5] == ref_values[5],
+        )
+        bits = _PARSED | (_FORMAT if parsed.format_ok else 0)
+        for field, ok in zip(FIELDS, correct, strict=True):
+            if ok:
+                bits |= _FIELD_BIT[field]
+        self._tf1.append(tf1)
+        self._bits.append(bits)
+        if parsed.violations:
+            self._inconsistent += 1
+        j = int(bits & _ALL_FIELDS == _ALL_FIELDS)
+        return ItemScore(
+            item_id,
+            "ok",
+            None,
+            None,
+            values,
+            parsed.format_ok,
+            parsed.violations,
+            parsed.flags,
+            correct,
+            tf1,
+            j,
+            output,  # type: ignore[arg-type]
+        )
+
+    def scores(self) -> VarmScores:
+        """Summary metrics over every item added so far (see the module docstring)."""
+        n = len(self._bits)
+        if n == 0:
+            raise ValueError("no items to score")
+        bits = np.frombuffer(self._bits, dtype=np.uint16)
+        parsed = (bits & _PARSED) > 0
+        correct = {field: (bits & bit) > 0 for field, bit in _FIELD_BIT.items()}
+        j = np.ones(n, dtype=bool)
+        for mask in correct.values():
+            j &= mask
+
+        per_class: dict[str, dict[str, float]] = {}
+        macro: dict[str, float] = {}
+        for field in DISCRETE_FIELDS:
+            y_true = np.frombuffer(self._ref[field], dtype=np.int8).astype(np.int64)
+            y_pred = np.frombuffer(self._pred[field], dtype=np.int8).astype(np.int64)
+            present = sorted(set(np.unique(y_true).tolist()))
+            f1 = per_class_f1(y_true, y_pred, labels=present)
+            per_class[field] = {VOCABULARY[field][code]: score for code, score in f1.items()}
+            macro[field] = float(np.mean(list(f1.values())))
+
+        def her(field: str) -> float | None:
+            conditioned = correct[field]
+            denominator = int(conditioned.sum())
+            return None if denominator == 0 else float((conditioned & ~j).sum() / denominator)
+
+        counts = {frozenset(): int(parsed.sum())}
+        for size in (1, 2, 3):
+            for coalition in _coalitions(size):
+                mask = parsed.copy()
+                for group in coalition:
+                    for field in SHAPLEY_GROUPS[group]:
+                        mask &= correct[field]
+                counts[coalition] = int(mask.sum())
+        loss = {s: Fraction(counts[frozenset()] - c, n) for s, c in counts.items()}
+        phi = shapley_values(list(SHAPLEY_GROUPS), lambda s: loss[s], exact=True)
+        parse_minus_jrem = Fraction(int(parsed.sum()) - int(j.sum()), n)
+        if sum(phi.values()) != parse_minus_jrem:
+            raise AssertionError("Shapley values do not sum to Parse − JREM")
+
+        return VarmScores(
+            n=n,
+            label_macro_f1=macro["label"],
+            category_macro_f1=macro["category"],
+            target_char_f1=float(np.frombuffer(self._tf1, dtype=np.float64).sum() / n),
+            target_type_macro_f1=macro["target_type"],
+            explicitness_macro_f1=macro["target_explicitness"],
+            stance_macro_f1=macro["stance"],
+            parse_rate=float(parsed.sum() / n),
+            format_rate=float(((bits & _FORMAT) > 0).sum() / n),
+            jrem=float(j.sum() / n),
+            her_c=her("category"),
+            her_l=her("label"),
+            mismatch={
+                ("explicitness" if f == "target_explicitness" else f): float((~correct[f]).sum() / n)
+                for f in FIELDS
+            },
+            shapley={group: float(value) for group, value in phi.items()},
+            n_parsed=int(parsed.sum()),
+            n_format=int(((bits & _FORMAT) > 0).sum()),
+            n_missing=self._errors[MISSING_PREDICTION],
+            n_inconsistent=self._inconsistent,
+            error_classes=dict(sorted(self._errors.items())),
+            per_class_f1=per_class,
+            parser_version=PARSER_VERSION,
+        )
+
+
+def _coalitions(size: int) -> Iterable[frozenset[str]]:
+    from itertools import combinations
+
+    return (frozenset(c) for c in combinations(SHAPLEY_GROUPS, size))
+
+
+def score_predictions(
+    references: Sequence[Any], outputs: Mapping[str, str]
+) -> tuple[VarmScores, list[ItemScore]]:
+    """Score ``outputs`` (id → raw output) against ``references`` (objects with ``id`` and the six
+    fields). References without an output are scored as missing; outputs whose id is not a
+    reference id raise ``KeyError`` (the file loaders report them with their line instead)."""
+    unknown = set(outputs) - {r.id for r in references}
+    if unknown:
+        raise KeyError(f"outputs for unknown reference ids: {sorted(unknown)[:5]}")
+    scorer = VarmScorer()
+    items = [scorer.add(ref.id, ref, outputs.get(ref.id)) for ref in references]
+    return scorer.scores(), items
