@@ -1,7 +1,9 @@
 """What every command shares: consoles, bad-input handling, common options.
 
-Untrusted text (model outputs, data) is printed only through :func:`safe`, which removes
-control characters (no terminal escape sequences) and is never interpreted as Rich markup.
+Untrusted text (model outputs, data) is printed only through :func:`safe` (a Rich ``Text``)
+or :func:`verimod.core.errors.one_line` (plain): both remove control characters, so no terminal
+escape sequence gets through, and neither is ever interpreted as Rich markup. Error and problem
+lines are printed plain and unwrapped: one problem, one line.
 """
 
 from __future__ import annotations
@@ -37,5 +39,5 @@ def bad_input_exits() -> Iterator[None]:
     try:
         yield
     except InputError as exc:
-        err_console.print(Text("error: ", style="bold red") + safe(str(exc.problem), 1000))
+        typer.echo(f"error: {one_line(str(exc.problem), 1000)}", err=True)
         raise typer.Exit(2) from None

@@ -14,7 +14,7 @@ from rich.progress import Progress
 from rich.text import Text
 
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console, safe
-from verimod.core.errors import InputError
+from verimod.core.errors import InputError, one_line
 from verimod.data.jsonl import dumps_line, read_jsonl, read_lines, write_json, write_jsonl
 from verimod.report.tables import varm_scores_table
 from verimod.tasks.varm.codebook import FIELDS
@@ -35,9 +35,7 @@ def _emit_json(scores: VarmScores, target: str) -> None:
         write_json(target, scores.model_dump())
 
 
-def _score(
-    references: list[VarmReference], outputs: dict[str, str], per_item: Path | None, quiet: bool
-) -> VarmScores:
+def _score(references: list[VarmReference], outputs: dict[str, str], per_item: Path | None, quiet: bool) -> VarmScores:
     """Score every reference; stream per-item rows to ``per_item`` when given."""
     scorer = VarmScorer()
     show = not quiet and len(references) >= _PROGRESS_THRESHOLD
@@ -114,9 +112,7 @@ def parse(
     source: Annotated[str, typer.Argument(help="A file, or '-' for stdin.")] = "-",
     jsonl: Annotated[
         bool | None,
-        typer.Option(
-            "--jsonl/--text", help="Input is prediction JSONL (default for *.jsonl) or one raw output."
-        ),
+        typer.Option("--jsonl/--text", help="Input is prediction JSONL (default for *.jsonl) or one raw output."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per output.")] = False,
     encoding: EncodingOption = None,
@@ -132,7 +128,7 @@ def parse(
             if as_json:
                 sys.stdout.buffer.write(dumps_line({"id": item_id, **result.to_dict()}))
             else:
-                console.print(_describe(item_id, result))
+                console.print(_describe(item_id, result), soft_wrap=True)
 
 
 def validate(
@@ -157,7 +153,7 @@ def validate(
         sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:
         for problem in problems:
-            console.print(safe(str(problem), 1000))
+            typer.echo(one_line(str(problem), 1000))
         if not quiet:
             verdict = "OK" if not problems else f"{len(problems)} problem(s)"
             console.print(f"{reference}: {count} item(s) checked, {verdict}")
@@ -166,14 +162,10 @@ def validate(
 
 
 def demo(
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Keep the demonstration files in this folder.")
-    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Keep the demonstration files in this folder.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the corruption draw.")] = 0,
     split: Annotated[str, typer.Option(help="Starter split to use.")] = "test",
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")
-    ] = None,
+    json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Score a demonstration prediction file built from the bundled starter set.
@@ -191,9 +183,7 @@ def demo(
     write_jsonl(ref_path, (r.model_dump(exclude_none=True) for r in references))
     write_jsonl(pred_path, ({"id": i, "output": o, "corruption": applied[i]} for i, o in outputs.items()))
     with bad_input_exits():
-        scores = _score(
-            references, load_outputs(pred_path, outputs, reference_path=str(ref_path)), None, quiet
-        )
+        scores = _score(references, load_outputs(pred_path, outputs, reference_path=str(ref_path)), None, quiet)
     if json_out is not None:
         _emit_json(scores, json_out)
     if not quiet and json_out != "-":

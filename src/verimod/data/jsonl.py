@@ -117,9 +117,7 @@ def read_lines(path: str | Path, encoding: str | None = None) -> Iterator[tuple[
             stream.close()
 
 
-def scan_jsonl(
-    path: str | Path, encoding: str | None = None
-) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+def scan_jsonl(path: str | Path, encoding: str | None = None) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
     """Like :func:`read_jsonl`, but a line that is not a JSON object is yielded as its
     :class:`InputError` instead of raised, so a validator can report every bad line.
     Encoding problems still raise: the rest of the file cannot be trusted."""

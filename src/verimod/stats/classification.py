@@ -27,7 +27,30 @@ def _encode(
     y_pred: Sequence[Hashable] | npt.NDArray[np.integer],
     labels: Sequence[Hashable],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Map both sequences to indices into ``labels`` (−1 for values outside ``labels``)."""
+    """Map both sequences to indices into ``labels`` (−1 for values outside ``labels``).
+
+    Integer arrays with integer labels are mapped in vectorised form; anything else through a
+    dictionary.
+    """
+    if (
+        isinstance(y_true, np.ndarray)
+        and isinstance(y_pred, np.ndarray)
+        and y_true.dtype.kind in "iu"
+        and y_pred.dtype.kind in "iu"
+        and all(isinstance(label, int | np.integer) for label in labels)
+    ):
+        label_array = np.asarray(labels, dtype=np.int64)
+        order = np.argsort(label_array, kind="stable")
+        ordered = label_array[order]
+
+        def index_of(values: npt.NDArray[np.integer]) -> npt.NDArray[np.int64]:
+            values = values.astype(np.int64, copy=False)
+            position = np.clip(np.searchsorted(ordered, values), 0, max(len(ordered) - 1, 0))
+            if len(ordered) == 0:
+                return np.full(len(values), -1, dtype=np.int64)
+            return np.where(ordered[position] == values, order[position], -1)
+
+        return index_of(y_true), index_of(y_pred)
     index = {label: i for i, label in enumerate(labels)}
     true_idx = np.fromiter((index.get(v, -1) for v in y_true), dtype=np.int64, count=len(y_true))
     pred_idx = np.fromiter((index.get(v, -1) for v in y_pred), dtype=np.int64, count=len(y_pred))
@@ -44,7 +67,7 @@ def per_class_f1(
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} items but y_pred has {len(y_pred)}")
     if labels is None:
-        labels = sorted(set(np.asarray(y_true).tolist()))
+        labels = np.unique(y_true).tolist() if isinstance(y_true, np.ndarray) else sorted(set(y_true))
     labels = list(labels)
     k = len(labels)
     true_idx, pred_idx = _encode(y_true, y_pred, labels)

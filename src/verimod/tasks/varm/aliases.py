@@ -55,9 +55,7 @@ def alias_table() -> dict[str, dict[str, str]]:
 
 def _add(mapping: dict[str, str], key: str, canonical: str, field: str) -> None:
     if mapping.get(key, canonical) != canonical:
-        raise ValueError(
-            f"{ALIAS_RESOURCE}: {field}: {key!r} maps to both {mapping[key]!r} and {canonical!r}"
-        )
+        raise ValueError(f"{ALIAS_RESOURCE}: {field}: {key!r} maps to both {mapping[key]!r} and {canonical!r}")
     mapping[key] = canonical
 
 

@@ -122,11 +122,7 @@ def codebook_violations_of(values: tuple[str, str, str, str, str, str]) -> tuple
     broken: list[str] = []
     if (label == "non_harmful") != (category == "non_attack"):
         broken.append("label_category")
-    if (
-        not (target == NO_CLEAR_TARGET)
-        == (target_type == NO_CLEAR_TARGET)
-        == (explicitness == NO_CLEAR_TARGET)
-    ):
+    if not (target == NO_CLEAR_TARGET) == (target_type == NO_CLEAR_TARGET) == (explicitness == NO_CLEAR_TARGET):
         broken.append("no_clear_target")
     if label == "harmful" and stance != "attack_or_endorse":
         broken.append("harmful_stance")

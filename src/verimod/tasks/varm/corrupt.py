@@ -106,9 +106,7 @@ def corrupt_rationale(
             )
         return _replace(cot, {"stance": _other(VOCABULARY["stance"], reference.stance, rng)})
     if kind == "wrong_explicitness":
-        flipped = {"explicit": "implicit", "implicit": "explicit"}.get(
-            reference.target_explicitness, "explicit"
-        )
+        flipped = {"explicit": "implicit", "implicit": "explicit"}.get(reference.target_explicitness, "explicit")
         return _replace(cot, {"target_explicitness": flipped})
     if kind == "wrong_type":
         flipped = {"single": "group", "group": "single"}.get(reference.target_type, "group")
@@ -136,9 +134,7 @@ def corrupt_rationale(
             + cot[second.end :]
         )
     if kind == "invalid_value":
-        return _replace(
-            cot, {"label": {"harmful": "harmfull", "non_harmful": "probably fine"}[reference.label]}
-        )
+        return _replace(cot, {"label": {"harmful": "harmfull", "non_harmful": "probably fine"}[reference.label]})
     raise ValueError(f"unknown corruption {kind!r}; known: {', '.join(DEFAULT_MIX)}")
 
 

@@ -77,9 +77,7 @@ def _rationale_problems(reference: VarmReference, path: str, line: int) -> list[
     problems = []
     if not result.format_ok:
         reasons = list(result.flags) + [f"codebook:{v}" for v in result.violations]
-        problems.append(
-            Problem(path, line, "cot", f"reference rationale fails Format ({', '.join(reasons)})")
-        )
+        problems.append(Problem(path, line, "cot", f"reference rationale fails Format ({', '.join(reasons)})"))
     for field, value in zip(FIELDS, result.values, strict=True):
         expected = getattr(reference, field)
         if value != expected:
@@ -117,9 +115,7 @@ def _item_problems(obj: dict, name: str, line: int, first_line: dict[str, int]) 
         first_line[reference.id] = line
     for constraint in codebook_violations(reference):
         problems.append(
-            Problem(
-                name, line, _CONSTRAINT_FIELD[constraint], f"breaks the codebook: {CONSTRAINTS[constraint]}"
-            )
+            Problem(name, line, _CONSTRAINT_FIELD[constraint], f"breaks the codebook: {CONSTRAINTS[constraint]}")
         )
     if reference.cot is not None:
         problems.extend(_rationale_problems(reference, name, line))
@@ -175,9 +171,7 @@ def load_outputs(
                 f"duplicate id {shown(prediction.id)} (first on line {first_line[prediction.id]})",
             )
         if prediction.id not in known:
-            raise InputError.at(
-                name, line, "id", f"unknown id {shown(prediction.id)}: not in {reference_path}"
-            )
+            raise InputError.at(name, line, "id", f"unknown id {shown(prediction.id)}: not in {reference_path}")
         first_line[prediction.id] = line
         outputs[prediction.id] = prediction.output
     return outputs

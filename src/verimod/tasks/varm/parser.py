@@ -30,25 +30,22 @@ from enum import StrEnum
 from typing import Final, NamedTuple
 
 from verimod.tasks.varm.aliases import canonical_value
-from verimod.tasks.varm.codebook import CANONICAL_TAGS, FIELDS, codebook_violations_of
+from verimod.tasks.varm.codebook import CANONICAL_TAGS, FIELDS, VOCABULARY, codebook_violations_of
 from verimod.tasks.varm.schema import VarmRecord
 
 PARSER_VERSION: Final = "varm-anchor-parser/1"
 
-_OPEN: Final = "[【［"
-_CLOSE: Final = "]】］"
 # One anchor candidate: opener, tag letters, colon, value (no bracket of either kind), closer.
 # Every quantifier ranges over a character class disjoint from what follows it, and the value
 # scan stops at the next bracket, so the scan over a text is linear.
-_ANCHOR_RE: Final = re.compile(
-    r"[\[【［][ \t\u3000]*([A-Za-z]+)[ \t\u3000]*([:：])([^\[\]【】［］]*)([\]】］])"
-)
+_ANCHOR_RE: Final = re.compile(r"[\[【［][ \t\u3000]*([A-Za-z]+)[ \t\u3000]*([:：])([^\[\]【】［］]*)([\]】］])")
 
-# Tag (upper-cased) → slot kind. "T" is resolved to target or explicitness by position.
-_TAG_KIND: Final = {"T": "T", "TY": "TY", "TE": "E", "E": "E", "S": "S", "L": "L", "C": "C"}
-_KIND_SLOT: Final = {"TY": 1, "E": 2, "S": 3, "L": 4, "C": 5}
 _SLOT_NAMES: Final = ("T (target)", "TY", "T (explicitness)", "S", "L", "C")
-_CANONICAL_TAG_LIST: Final = tuple(CANONICAL_TAGS[f] for f in FIELDS)
+_ONE_EACH: Final = [1, 1, 1, 1, 1, 1]
+# Slot (1–5) → {exact canonical anchor text: value}: one lookup recognises a canonical anchor.
+_CANONICAL_ANCHORS: Final = tuple(
+    {f"[{CANONICAL_TAGS[field]}: {v}]": v for v in VOCABULARY[field]} if field in VOCABULARY else {} for field in FIELDS
+)
 
 
 class ParseErrorClass(StrEnum):
@@ -64,8 +61,8 @@ class ParseErrorClass(StrEnum):
 class Anchor(NamedTuple):
     """One recognised anchor: which field it fills, what was written and where.
 
-    ``start``/``end`` span the whole anchor (brackets included); ``value`` is the canonical
-    value, or None when the written value is not admissible.
+    ``start``/``end`` span the whole anchor (brackets included) in code points; ``value`` is
+    the canonical value, or None when the written value is not admissible.
     """
 
     field: str
@@ -77,21 +74,46 @@ class Anchor(NamedTuple):
     canonical: bool
 
 
-class ParseResult(NamedTuple):
+class ParseResult:
     """Outcome of parsing one rationale; see the module docstring for the contract.
 
     ``values`` holds the six canonical field values in :data:`FIELDS` order when the parse
     succeeded (None otherwise); :attr:`record` is the same as a :class:`VarmRecord`.
+    ``anchors`` lists the six anchors with their spans (empty when an anchor is missing or
+    duplicated); it is built on first access.
     """
 
-    values: tuple[str, str, str, str, str, str] | None
-    error_class: ParseErrorClass | None
-    detail: str | None
-    anchors: tuple[Anchor, ...]
-    format_ok: bool
-    flags: tuple[str, ...]
-    violations: tuple[str, ...]
-    parser_version: str = PARSER_VERSION
+    __slots__ = ("_anchors", "_matches", "detail", "error_class", "flags", "format_ok", "values", "violations")
+    parser_version: Final = PARSER_VERSION
+
+    def __init__(
+        self,
+        values: tuple[str, ...] | None,
+        error_class: ParseErrorClass | None,
+        detail: str | None,
+        matches: list[re.Match[str]] | None,
+        format_ok: bool,
+        flags: tuple[str, ...],
+        violations: tuple[str, ...],
+    ) -> None:
+        self.values = values
+        self.error_class = error_class
+        self.detail = detail
+        self._matches = matches
+        self._anchors: tuple[Anchor, ...] | None = None
+        self.format_ok = format_ok
+        self.flags = flags
+        self.violations = violations
+
+    def __repr__(self) -> str:
+        return f"ParseResult(values={self.values!r}, error_class={self.error_class!r}, format_ok={self.format_ok})"
+
+    @property
+    def anchors(self) -> tuple[Anchor, ...]:
+        """The six anchors in field order, with spans, written values and canonical values."""
+        if self._anchors is None:
+            self._anchors = () if self._matches is None else tuple(map(_anchor, FIELDS, self._matches))
+        return self._anchors
 
     @property
     def ok(self) -> bool:
@@ -120,33 +142,30 @@ class ParseResult(NamedTuple):
             "format_ok": self.format_ok,
             "flags": list(self.flags),
             "violations": list(self.violations),
-            "anchors": [
-                {
-                    "field": a.field,
-                    "tag": a.tag,
-                    "value": a.value,
-                    "raw_value": a.raw_value,
-                    "start": a.start,
-                    "end": a.end,
-                    "canonical": a.canonical,
-                }
-                for a in self.anchors
-            ],
+            "anchors": [a._asdict() for a in self.anchors],
             "parser_version": self.parser_version,
         }
 
 
-def _failure(error: ParseErrorClass, detail: str, anchors: tuple[Anchor, ...] = ()) -> ParseResult:
-    return ParseResult(None, error, detail, anchors, False, (), ())
+def _anchor(field: str, match: re.Match[str]) -> Anchor:
+    tag, _colon, raw, _close = match.groups()
+    value = canonical_value(field, raw)
+    canonical = value is not None and match.group(0) == f"[{CANONICAL_TAGS[field]}: {value}]"
+    return Anchor(field, tag, raw, value, match.start(), match.end(), canonical)
 
 
-def _flags_of(text: str, matches: list[re.Match[str]], anchors: list[Anchor]) -> tuple[str, ...]:
+def _failure(error: ParseErrorClass, detail: str, matches: list[re.Match[str]] | None = None) -> ParseResult:
+    return ParseResult(None, error, detail, matches, False, (), ())
+
+
+def _flags_of(matches: list[re.Match[str]], anchors: tuple[Anchor, ...]) -> tuple[str, ...]:
     """Which lenient forms the anchors use (empty when every anchor is canonical)."""
     flags: set[str] = set()
     for match, anchor in zip(matches, anchors, strict=True):
         if anchor.canonical:
             continue
-        if text[match.start()] != "[" or match.group(4) != "]":
+        whole = match.group(0)
+        if whole[0] != "[" or whole[-1] != "]":
             flags.add("fullwidth_bracket")
         if match.group(2) != ":":
             flags.add("fullwidth_colon")
@@ -158,75 +177,87 @@ def _flags_of(text: str, matches: list[re.Match[str]], anchors: list[Anchor]) ->
         written = anchor.raw_value.strip()
         if anchor.value is not None and written != anchor.value:
             flags.add("value_alias")
-        if (
-            anchor.raw_value != " " + written
-            or match.group(0)[1] != anchor.tag[0]
-            or match.group(0)[-2] == " "
-        ):
+        if anchor.raw_value != " " + written or whole[1] != anchor.tag[0] or whole[-2] == " ":
             flags.add("spacing")
     return tuple(sorted(flags))
 
 
-def _slot_matches(text: str) -> list[list[re.Match[str]]] | None:
-    """Recognised anchors grouped by slot (0–5 in FIELDS order); None when there are none."""
-    found = [
-        (kind, match)
-        for match in _ANCHOR_RE.finditer(text)
-        if (kind := _TAG_KIND.get(match.group(1)) or _TAG_KIND.get(match.group(1).upper())) is not None
-    ]
+# Tag (as written, or upper-cased) → bucket: 0 T, 1 TY, 3 S, 4 L, 5 C, 6 TE/E (explicitness).
+_TAG_BUCKET: Final = {"T": 0, "TY": 1, "S": 3, "L": 4, "C": 5, "TE": 6, "E": 6}
+
+
+def _slots(text: str) -> list[list[re.Match[str]]] | None:
+    """Recognised anchors grouped by slot (0–5 in FIELDS order); None when there are none.
+
+    ``T`` anchors fill the target slot, and the explicitness slot too (second and later ``T``)
+    unless a ``TE``/``E`` anchor is present.
+    """
+    buckets: list[list[re.Match[str]]] = [[], [], [], [], [], [], []]
+    found = False
+    for match in _ANCHOR_RE.finditer(text):
+        tag = match.group(1)
+        index = _TAG_BUCKET.get(tag)
+        if index is None:
+            index = _TAG_BUCKET.get(tag.upper())
+            if index is None:
+                continue
+        buckets[index].append(match)
+        found = True
     if not found:
         return None
-    explicit_tag_present = any(kind == "E" for kind, _ in found)
-    slots: list[list[re.Match[str]]] = [[], [], [], [], [], []]
-    seen_t = 0
-    for kind, match in found:
-        if kind == "T":
-            slots[0 if explicit_tag_present or seen_t == 0 else 2].append(match)
-            seen_t += 1
-        else:
-            slots[_KIND_SLOT[kind]].append(match)
-    return slots
+    explicit = buckets.pop()
+    if explicit:
+        buckets[2] = explicit
+    else:
+        targets = buckets[0]
+        buckets[0], buckets[2] = targets[:1], targets[1:]
+    return buckets
 
 
 def parse_rationale(text: str) -> ParseResult:
     """Parse one model output into a VARM record (see the module docstring)."""
     if not isinstance(text, str) or not text.strip():
         return _failure(ParseErrorClass.EMPTY_OUTPUT, "the output is empty")
-    slots = _slot_matches(text)
+    slots = _slots(text)
     if slots is None:
         return _failure(ParseErrorClass.MISSING_ANCHOR, "no anchors found")
-    if any(len(s) != 1 for s in slots):
-        duplicated = [i for i, s in enumerate(slots) if len(s) > 1]
+    if [len(slot) for slot in slots] != _ONE_EACH:
+        duplicated = [i for i, slot in enumerate(slots) if len(slot) > 1]
         if duplicated:
             names = ", ".join(f"{_SLOT_NAMES[i]} ×{len(slots[i])}" for i in duplicated)
             return _failure(ParseErrorClass.DUPLICATE_ANCHOR, f"anchor written more than once: {names}")
-        names = ", ".join(_SLOT_NAMES[i] for i, s in enumerate(slots) if not s)
+        names = ", ".join(_SLOT_NAMES[i] for i, slot in enumerate(slots) if not slot)
         return _failure(ParseErrorClass.MISSING_ANCHOR, f"missing anchor: {names}")
 
-    matches = [s[0] for s in slots]
-    anchors: list[Anchor] = []
-    for field, canonical_tag, match in zip(FIELDS, _CANONICAL_TAG_LIST, matches, strict=True):
-        tag, _colon, raw, _close = match.groups()
-        value = canonical_value(field, raw)
-        start, end = match.span()
-        canonical = value is not None and match.group(0) == f"[{canonical_tag}: {value}]"
-        anchors.append(Anchor(field, tag, raw, value, start, end, canonical))
-    frozen = tuple(anchors)
-
+    matches = [slot[0] for slot in slots]
+    starts = [m.start() for m in matches]
     for i in range(5):
-        if anchors[i + 1].start < anchors[i].start:
+        if starts[i + 1] < starts[i]:
             return _failure(
-                ParseErrorClass.ANCHOR_ORDER, f"{_SLOT_NAMES[i + 1]} comes before {_SLOT_NAMES[i]}", frozen
-            )
-    for i, anchor in enumerate(anchors):
-        if anchor.value is None:
-            written = anchor.raw_value.strip()[:40]
-            return _failure(
-                ParseErrorClass.INVALID_VALUE, f"{_SLOT_NAMES[i]} value {written!r} is not admissible", frozen
+                ParseErrorClass.ANCHOR_ORDER, f"{_SLOT_NAMES[i + 1]} comes before {_SLOT_NAMES[i]}", matches
             )
 
-    values = tuple(a.value for a in anchors)
-    violations = codebook_violations_of(values)  # type: ignore[arg-type]
-    all_canonical = all(a.canonical for a in anchors)
-    flags = () if all_canonical else _flags_of(text, matches, anchors)
-    return ParseResult(values, None, None, frozen, all_canonical and not violations, flags, violations)  # type: ignore[arg-type]
+    # Fast path: canonical anchors are recognised by one dictionary lookup each.
+    target_match = matches[0]
+    raw_target = target_match.group(3)
+    target = canonical_value("target", raw_target)
+    canonical = target is not None and target_match.group(0) == f"[T: {target}]"
+    values: list[str | None] = [target]
+    for i in range(1, 6):
+        match = matches[i]
+        value = _CANONICAL_ANCHORS[i].get(match.group(0))
+        if value is None:
+            canonical = False
+            value = canonical_value(FIELDS[i], match.group(3))
+        values.append(value)
+    if None in values:
+        i = values.index(None)
+        written = matches[i].group(3).strip()[:40]
+        return _failure(ParseErrorClass.INVALID_VALUE, f"{_SLOT_NAMES[i]} value {written!r} is not admissible", matches)
+
+    record = tuple(values)
+    violations = codebook_violations_of(record)  # type: ignore[arg-type]
+    result = ParseResult(record, None, None, matches, canonical and not violations, (), violations)  # type: ignore[arg-type]
+    if not canonical:
+        result.flags = _flags_of(matches, result.anchors)
+    return result

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from verimod.stats import char_f1, per_class_f1, shapley_values
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, FIELDS, NO_CLEAR_TARGET, VOCABULARY, RecordLike
-from verimod.tasks.varm.parser import PARSER_VERSION, ParseResult, parse_rationale
+from verimod.tasks.varm.parser import PARSER_VERSION, parse_rationale
 
 T_F1_THRESHOLD: Final = 0.5
 MISSING_PREDICTION: Final = "missing_prediction"
@@ -52,6 +52,9 @@ _PARSED: Final = 1
 _FORMAT: Final = 2
 _FIELD_BIT: Final = {field: 4 << i for i, field in enumerate(FIELDS)}
 _ALL_FIELDS: Final = sum(_FIELD_BIT.values())
+_BIT_LIST: Final = tuple(_FIELD_BIT[f] for f in FIELDS)
+_CODE_LIST: Final = tuple(_CODES[f] for f in DISCRETE_FIELDS)
+_NONE_CORRECT: Final = (False, False, False, False, False, False)
 
 
 class ItemScore(NamedTuple):
@@ -134,8 +137,9 @@ class VarmScorer:
     """
 
     def __init__(self) -> None:
-        self._ref = {field: array("b") for field in DISCRETE_FIELDS}
-        self._pred = {field: array("b") for field in DISCRETE_FIELDS}
+        # One signed-byte column per discrete field, reference and prediction (−1: unparsed).
+        self._ref = [array("b") for _ in DISCRETE_FIELDS]
+        self._pred = [array("b") for _ in DISCRETE_FIELDS]
         self._tf1 = array("d")
         self._bits = array("H")
         self._errors: Counter[str] = Counter()
@@ -146,8 +150,7 @@ class VarmScorer:
 
     def add(self, item_id: str, reference: RecordLike, output: str | None) -> ItemScore:
         """Score one output (None: the prediction is missing) against its reference record."""
-        parsed: ParseResult | None = None if output is None else parse_rationale(output)
-        ref_values = (
+        ref = (
             reference.target,
             reference.target_type,
             reference.target_explicitness,
@@ -155,46 +158,35 @@ class VarmScorer:
             reference.label,
             reference.category,
         )
-        for field, value in zip(DISCRETE_FIELDS, ref_values[1:], strict=True):
-            self._ref[field].append(_CODES[field][value])
+        for column, codes, value in zip(self._ref, _CODE_LIST, ref[1:], strict=True):
+            column.append(codes[value])
+        parsed = None if output is None else parse_rationale(output)
         values = None if parsed is None else parsed.values
         if values is None:
-            for field in DISCRETE_FIELDS:
-                self._pred[field].append(-1)
+            for column in self._pred:
+                column.append(-1)
             self._tf1.append(0.0)
             self._bits.append(0)
             error = MISSING_PREDICTION if parsed is None else str(parsed.error_class)
             self._errors[error] += 1
-            return ItemScore(
-                item_id,
-                "missing" if parsed is None else "parse_error",
-                error,
-                None if parsed is None else parsed.detail,
-                None,
-                False,
-                (),
-                (),
-                (False,) * 6,
-                0.0,
-                0,
-                output,  # type: ignore[arg-type]
-            )
+            status, detail = ("missing", None) if parsed is None else ("parse_error", parsed.detail)
+            return ItemScore(item_id, status, error, detail, None, False, (), (), _NONE_CORRECT, 0.0, 0, output)
         assert parsed is not None
-        for field, value in zip(DISCRETE_FIELDS, values[1:], strict=True):
-            self._pred[field].append(_CODES[field][value])
-        tf1 = target_score(values[0], ref_values[0])
+        for column, codes, value in zip(self._pred, _CODE_LIST, values[1:], strict=True):
+            column.append(codes[value])
+        tf1 = target_score(values[0], ref[0])
         correct = (
             tf1 >= T_F1_THRESHOLD,
-            values[1] == ref_values[1],
-            values[2] == ref_values[2],
-            values[3] == ref_values[3],
-            values[4] == ref_values[4],
-            values[5] == ref_values[5],
+            values[1] == ref[1],
+            values[2] == ref[2],
+            values[3] == ref[3],
+            values[4] == ref[4],
+            values[5] == ref[5],
         )
         bits = _PARSED | (_FORMAT if parsed.format_ok else 0)
-        for field, ok in zip(FIELDS, correct, strict=True):
+        for bit, ok in zip(_BIT_LIST, correct, strict=True):
             if ok:
-                bits |= _FIELD_BIT[field]
+                bits |= bit
         self._tf1.append(tf1)
         self._bits.append(bits)
         if parsed.violations:
@@ -212,7 +204,7 @@ class VarmScorer:
             correct,
             tf1,
             j,
-            output,  # type: ignore[arg-type]
+            output,
         )
 
     def scores(self) -> VarmScores:
@@ -229,10 +221,10 @@ class VarmScorer:
 
         per_class: dict[str, dict[str, float]] = {}
         macro: dict[str, float] = {}
-        for field in DISCRETE_FIELDS:
-            y_true = np.frombuffer(self._ref[field], dtype=np.int8).astype(np.int64)
-            y_pred = np.frombuffer(self._pred[field], dtype=np.int8).astype(np.int64)
-            present = sorted(set(np.unique(y_true).tolist()))
+        for field, ref_column, pred_column in zip(DISCRETE_FIELDS, self._ref, self._pred, strict=True):
+            y_true = np.frombuffer(ref_column, dtype=np.int8).astype(np.int64)
+            y_pred = np.frombuffer(pred_column, dtype=np.int8).astype(np.int64)
+            present = np.unique(y_true).tolist()
             f1 = per_class_f1(y_true, y_pred, labels=present)
             per_class[field] = {VOCABULARY[field][code]: score for code, score in f1.items()}
             macro[field] = float(np.mean(list(f1.values())))
@@ -270,8 +262,7 @@ class VarmScorer:
             her_c=her("category"),
             her_l=her("label"),
             mismatch={
-                ("explicitness" if f == "target_explicitness" else f): float((~correct[f]).sum() / n)
-                for f in FIELDS
+                ("explicitness" if f == "target_explicitness" else f): float((~correct[f]).sum() / n) for f in FIELDS
             },
             shapley={group: float(value) for group, value in phi.items()},
             n_parsed=int(parsed.sum()),
@@ -290,9 +281,7 @@ def _coalitions(size: int) -> Iterable[frozenset[str]]:
     return (frozenset(c) for c in combinations(SHAPLEY_GROUPS, size))
 
 
-def score_predictions(
-    references: Sequence[Any], outputs: Mapping[str, str]
-) -> tuple[VarmScores, list[ItemScore]]:
+def score_predictions(references: Sequence[Any], outputs: Mapping[str, str]) -> tuple[VarmScores, list[ItemScore]]:
     """Score ``outputs`` (id → raw output) against ``references`` (objects with ``id`` and the six
     fields). References without an output are scored as missing; outputs whose id is not a
     reference id raise ``KeyError`` (the file loaders report them with their line instead)."""

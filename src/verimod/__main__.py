@@ -1,0 +1,5 @@
+"""``python -m verimod`` runs the command line."""
+
+from verimod.cli.app import main
+
+main()

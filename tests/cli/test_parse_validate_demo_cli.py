@@ -1,0 +1,98 @@
+import json
+import re
+
+from tests.conftest import CANONICAL, rationale, reference_row, write_lines
+from verimod.tasks.varm.starter import starter_path
+
+
+def test_parse_stdin_text(cli):
+    result = cli("parse", "-", input=CANONICAL)
+    assert result.exit_code == 0
+    assert "target=小县城公务员" in result.stdout and "format ok" in result.stdout
+
+
+def test_parse_jsonl_as_json_lines(cli, tmp_path):
+    pred = write_lines(
+        tmp_path / "p.jsonl",
+        [
+            {"id": "a", "output": CANONICAL},
+            {"id": "b", "output": CANONICAL.replace("[L: harmful]", "")},
+            {"id": "c", "output": ""},
+        ],
+    )
+    result = cli("parse", pred, "--json")
+    assert result.exit_code == 0
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["id"], r["status"], r["error_class"]) for r in rows] == [
+        ("a", "ok", None),
+        ("b", "parse_error", "missing_anchor"),
+        ("c", "parse_error", "empty_output"),
+    ]
+    assert rows[0]["anchors"][0]["start"] == CANONICAL.index("[T:")
+
+
+def test_parse_text_file_is_one_output(cli, tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text(CANONICAL.replace("。", "。\n"), encoding="utf-8")
+    result = cli("parse", path)
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 1
+    assert result.stdout.startswith("out.txt  ok  target=小县城公务员")
+
+
+def test_parse_bad_jsonl_exits_2(cli_process, tmp_path):
+    path = write_lines(tmp_path / "p.jsonl", ['{"id": "a", "output": 3}'])
+    result = cli_process("parse", path)
+    assert result.returncode == 2 and f"{path}:1:".encode() in result.stderr
+
+
+def test_validate_ok_and_problems(cli, tmp_path):
+    good = write_lines(tmp_path / "good.jsonl", [reference_row("a", cot=rationale())])
+    result = cli("validate", good)
+    assert result.exit_code == 0 and "OK" in result.stdout
+    bad = write_lines(
+        tmp_path / "bad.jsonl",
+        [
+            reference_row("a", cot=rationale(category="gender")),
+            reference_row("a", label="non_harmful"),
+            "{oops",
+        ],
+    )
+    result = cli("validate", bad)
+    assert result.exit_code == 2
+    lines = [line for line in result.stdout.splitlines() if re.match(rf"{re.escape(str(bad))}:\d+: ", line)]
+    assert any(f"{bad}:1: field 'cot': anchor category" in line for line in lines)
+    assert any(f"{bad}:2: field 'id': duplicate id" in line for line in lines)
+    assert any(f"{bad}:2: field 'category': breaks the codebook" in line for line in lines)
+    assert any(f"{bad}:3: invalid JSON" in line for line in lines)
+    report = json.loads(cli("validate", bad, "--json").stdout)
+    assert report["items"] == 2 and len(report["problems"]) == len(lines)
+
+
+def test_validate_bundled_starter(cli):
+    result = cli("validate", starter_path())
+    assert result.exit_code == 0, result.stdout
+
+
+def test_demo_is_deterministic_and_rescorable(cli, tmp_path):
+    first = cli("demo", "--out", tmp_path / "d1", "--json", tmp_path / "d1.json")
+    assert first.exit_code == 0 and "Demonstration" in first.stdout and "JREM" in first.stdout
+    cli("demo", "--out", tmp_path / "d2", "--json", tmp_path / "d2.json", "--quiet")
+    assert (tmp_path / "d1.json").read_bytes() == (tmp_path / "d2.json").read_bytes()
+    scores = json.loads((tmp_path / "d1.json").read_text(encoding="utf-8"))
+    assert 0 < scores["jrem"] < scores["parse_rate"] < 1
+    rescored = cli(
+        "score",
+        tmp_path / "d1" / "demo_predictions.jsonl",
+        "--ref",
+        tmp_path / "d1" / "starter_test.jsonl",
+        "--json",
+        "-",
+    )
+    assert json.loads(rescored.stdout) == scores
+
+
+def test_version_and_help(cli):
+    assert cli("--version").stdout.startswith("verimod ")
+    for command in ("score", "parse", "validate", "demo"):
+        result = cli(command, "--help")
+        assert result.exit_code == 0 and "Example" in result.stdout

@@ -1,0 +1,62 @@
+"""Shared fixtures: canonical rationales, reference files, the shared real-data folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+CANONICAL = (
+    "这条评论明确指向[T: 小县城公务员]，说他们离开编制“啥也不是”。这是一个职业群体[TY: group]，"
+    "被直接点名[T: explicit]。作者否定该群体的能力和价值，属于[S: attack_or_endorse]。"
+    "这种概括性贬低是[L: harmful]，依据是职业身份而非地域，归入[C: status_occupation]。"
+)
+CANONICAL_RECORD = {
+    "target": "小县城公务员",
+    "target_type": "group",
+    "target_explicitness": "explicit",
+    "stance": "attack_or_endorse",
+    "label": "harmful",
+    "category": "status_occupation",
+}
+
+
+def rationale(
+    target: str = "小县城公务员",
+    target_type: str = "group",
+    explicitness: str = "explicit",
+    stance: str = "attack_or_endorse",
+    label: str = "harmful",
+    category: str = "status_occupation",
+) -> str:
+    """A canonical rationale carrying the given six values."""
+    return (
+        f"评论指向[T: {target}]，对象是[TY: {target_type}]，呈现方式[T: {explicitness}]。"
+        f"作者立场[S: {stance}]，判断[L: {label}]，类别[C: {category}]。"
+    )
+
+
+def reference_row(item_id: str, **fields: str) -> dict[str, str]:
+    """A valid reference JSON object; keyword arguments override the canonical record."""
+    row = {"id": item_id, "text": "小县城公务员也就靠个编制，离了编制啥也不是。", **CANONICAL_RECORD}
+    row.update(fields)
+    return row
+
+
+def write_lines(path: Path, rows: list[dict] | list[str]) -> Path:
+    """Write JSON objects (or raw lines) as a UTF-8 JSONL file."""
+    lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The real public data sets next to the repository; skipped in a user's fresh clone."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent (only present in the development workspace)")
+    return SHARED_DATA

@@ -1,0 +1,86 @@
+import codecs
+import json
+
+import pytest
+
+from verimod.core.errors import InputError
+from verimod.data.jsonl import read_jsonl, scan_jsonl, write_json, write_jsonl
+
+
+def test_reads_utf8_with_and_without_bom_and_skips_blank_lines(tmp_path):
+    body = '{"id": "1", "text": "河南人"}\n\n  \n{"id": "2"}\r\n'
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(body, encoding="utf-8")
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(codecs.BOM_UTF8 + body.encode("utf-8"))
+    for path in (plain, bom):
+        assert list(read_jsonl(path)) == [(1, {"id": "1", "text": "河南人"}), (4, {"id": "2"})]
+
+
+def test_gb18030_file_is_rejected_with_a_hint_and_read_with_encoding(tmp_path):
+    path = tmp_path / "gbk.jsonl"
+    path.write_bytes('{"id": "a"}\n{"text": "违规回答"}\n'.encode("gb18030"))
+    with pytest.raises(InputError) as err:
+        list(read_jsonl(path))
+    problem = err.value.problem
+    assert problem.line == 2 and "UTF-8" in problem.message.upper() and "--encoding gb18030" in problem.message
+    assert list(read_jsonl(path, encoding="gb18030"))[1] == (2, {"text": "违规回答"})
+
+
+def test_utf16_is_named(tmp_path):
+    path = tmp_path / "u16.jsonl"
+    path.write_bytes('{"id": "a"}\n'.encode("utf-16"))
+    with pytest.raises(InputError, match="UTF-16"):
+        list(read_jsonl(path))
+    assert list(read_jsonl(path, encoding="utf-16")) == [(1, {"id": "a"})]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"id": "a",', "invalid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"x": NaN}', "NaN"),
+        ("not json", "invalid JSON"),
+    ],
+)
+def test_bad_lines_name_their_line(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"ok": 1}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        list(read_jsonl(path))
+    assert err.value.problem.line == 2 and message in err.value.problem.message
+    assert str(err.value).startswith(f"{path}:2: ")
+    scanned = list(scan_jsonl(path))
+    assert scanned[0] == (1, {"ok": 1}) and isinstance(scanned[1][1], InputError)
+
+
+def test_missing_file_and_unknown_encoding(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        list(read_jsonl(tmp_path / "nope.jsonl"))
+    path = tmp_path / "a.jsonl"
+    path.write_text("{}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="unknown encoding"):
+        list(read_jsonl(path, encoding="klingon"))
+
+
+def test_written_files_are_valid_utf8_and_round_trip_lone_surrogates(tmp_path):
+    rows = [{"id": "a", "output": "半个\ud800代理对"}, {"id": "b", "output": "\u2028行分隔"}]
+    path = tmp_path / "out" / "rows.jsonl"
+    assert write_jsonl(path, rows) == 2
+    path.read_bytes().decode("utf-8")  # strict UTF-8
+    assert [obj for _, obj in read_jsonl(path)] == rows
+    write_json(tmp_path / "x.json", {"v": "\udfff"})
+    assert json.loads((tmp_path / "x.json").read_text(encoding="utf-8")) == {"v": "\udfff"}
+
+
+def test_failed_write_leaves_no_partial_file(tmp_path):
+    path = tmp_path / "rows.jsonl"
+
+    def rows():
+        yield {"a": 1}
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        write_jsonl(path, rows())
+    assert not path.exists() and list(tmp_path.iterdir()) == []

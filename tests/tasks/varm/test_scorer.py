@@ -1,0 +1,219 @@
+import json
+import random
+import unicodedata
+from collections import Counter
+from fractions import Fraction
+from itertools import permutations
+from pathlib import Path
+
+import pytest
+from sklearn.metrics import f1_score
+
+from tests.conftest import rationale
+from verimod.tasks.varm.codebook import FIELDS, NO_CLEAR_TARGET, VOCABULARY
+from verimod.tasks.varm.schema import VarmReference
+from verimod.tasks.varm.scorer import VarmScorer, score_predictions
+
+GOLDEN = json.loads((Path(__file__).parent / "golden_scores.json").read_text(encoding="utf-8"))["cases"]
+REQUIRED_KEYS = {
+    "n",
+    "label_macro_f1",
+    "category_macro_f1",
+    "target_char_f1",
+    "target_type_macro_f1",
+    "explicitness_macro_f1",
+    "stance_macro_f1",
+    "parse_rate",
+    "format_rate",
+    "jrem",
+    "her_c",
+    "her_l",
+    "mismatch",
+    "shapley",
+}
+
+
+def _assert_close(actual, expected, path=""):
+    if isinstance(expected, dict):
+        assert set(expected) <= set(actual), path
+        for key, value in expected.items():
+            _assert_close(actual[key], value, f"{path}.{key}")
+    elif expected is None or isinstance(expected, str):
+        assert actual == expected, path
+    else:
+        assert actual == pytest.approx(expected, abs=1e-12), path
+
+
+@pytest.mark.parametrize("case", GOLDEN, ids=[c["name"] for c in GOLDEN])
+def test_golden_cases(case):
+    references = [VarmReference.model_validate(r) for r in case["references"]]
+    outputs = {p["id"]: p["output"] for p in case["predictions"]}
+    scores, items = score_predictions(references, outputs)
+    _assert_close(scores.model_dump(), case["expected"])
+    assert set(scores.model_dump()) >= REQUIRED_KEYS
+    assert sum(scores.shapley.values()) == pytest.approx(scores.parse_rate - scores.jrem, abs=1e-12)
+    assert [item.id for item in items] == [r.id for r in references]
+
+
+def test_per_item_rows_describe_each_outcome():
+    case = next(c for c in GOLDEN if c["name"] == "mixed_errors")
+    references = [VarmReference.model_validate(r) for r in case["references"]]
+    _, items = score_predictions(references, {p["id"]: p["output"] for p in case["predictions"]})
+    rows = [item.to_dict() for item in items]
+    assert rows[0]["status"] == "ok" and rows[0]["j"] == 1 and rows[0]["target_char_f1"] == pytest.approx(0.8)
+    assert rows[1]["correct"] == {
+        "target": True,
+        "target_type": True,
+        "target_explicitness": True,
+        "stance": True,
+        "label": True,
+        "category": False,
+    }
+    assert rows[1]["format_ok"] is False and "fullwidth_bracket" in rows[1]["flags"]
+    assert rows[3]["status"] == "parse_error" and rows[3]["error_class"] == "missing_anchor"
+    assert rows[3]["record"] is None and rows[3]["output"].startswith("评论")
+    assert all(row["parser_version"] for row in rows)
+    json.dumps(rows, ensure_ascii=False)
+
+
+def test_missing_prediction_is_its_own_status():
+    ref = VarmReference.model_validate(GOLDEN[0]["references"][0])
+    _, items = score_predictions([ref], {})
+    assert items[0].status == "missing" and items[0].error_class == "missing_prediction"
+
+
+def test_unknown_output_ids_are_refused():
+    ref = VarmReference.model_validate(GOLDEN[0]["references"][0])
+    with pytest.raises(KeyError):
+        score_predictions([ref], {"nope": "x"})
+
+
+def test_empty_scorer_refuses_to_summarise():
+    with pytest.raises(ValueError):
+        VarmScorer().scores()
+
+
+# --- cross-check against independent implementations on random data ---------------------------
+
+
+def _independent_char_f1(pred, ref):
+    def norm(s):
+        s = unicodedata.normalize("NFKC", s).lower()
+        return [c for c in s if not c.isspace() and not unicodedata.category(c).startswith(("P", "S"))]
+
+    if pred == NO_CLEAR_TARGET or ref == NO_CLEAR_TARGET:
+        return float(pred == ref)
+    p, r = norm(pred), norm(ref)
+    if not p and not r:
+        return 1.0
+    common = sum((Counter(p) & Counter(r)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _permutation_shapley(v):
+    players = ["referent", "stance", "decision"]
+    phi = dict.fromkeys(players, Fraction(0))
+    for order in permutations(players):
+        s = frozenset()
+        for p in order:
+            phi[p] += v(s) - v(s | {p})
+            s = s | {p}
+    return {p: x / 6 for p, x in phi.items()}
+
+
+TARGETS = ["河南人", "河南", "东北人", "小县城公务员", "公务员", "女司机", "楼主", "某些人", NO_CLEAR_TARGET]
+
+
+def _random_case(rng):
+    references, outputs, truth = [], {}, []
+    for i in range(rng.randint(1, 120)):
+        ref = {f: rng.choice(VOCABULARY[f]) for f in VOCABULARY}
+        ref["target"] = rng.choice(TARGETS)
+        references.append(VarmReference(id=f"i{i}", text="随机生成的测试评论文本内容。", **ref))
+        roll = rng.random()
+        if roll < 0.1:
+            truth.append(None)  # missing
+            continue
+        if roll < 0.2:
+            outputs[f"i{i}"] = rng.choice(["", "无锚点的输出", rationale().replace("[L: harmful]", "")])
+            truth.append(None)
+            continue
+        pred = {f: (ref[f] if rng.random() < 0.7 else rng.choice(VOCABULARY[f])) for f in VOCABULARY}
+        pred["target"] = ref["target"] if rng.random() < 0.6 else rng.choice(TARGETS)
+        outputs[f"i{i}"] = rationale(*(pred[f] for f in FIELDS))
+        truth.append(pred)
+    return references, outputs, truth
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_cases_match_independent_computation(seed):
+    rng = random.Random(seed)
+    references, outputs, truth = _random_case(rng)
+    scores, items = score_predictions(references, outputs)
+    n = len(references)
+    refs = [r.model_dump() for r in references]
+
+    for field, key in [
+        ("label", "label_macro_f1"),
+        ("category", "category_macro_f1"),
+        ("target_type", "target_type_macro_f1"),
+        ("target_explicitness", "explicitness_macro_f1"),
+        ("stance", "stance_macro_f1"),
+    ]:
+        y_true = [r[field] for r in refs]
+        y_pred = ["INVALID" if p is None else p[field] for p in truth]
+        expected = f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro", zero_division=0)
+        assert getattr(scores, key) == pytest.approx(expected, abs=1e-12), field
+
+    tf1 = [
+        0.0 if p is None else _independent_char_f1(p["target"], r["target"]) for p, r in zip(truth, refs, strict=False)
+    ]
+    assert scores.target_char_f1 == pytest.approx(sum(tf1) / n, abs=1e-12)
+
+    def ok(p, r, f, t):
+        return p is not None and (t >= 0.5 if f == "target" else p[f] == r[f])
+
+    correct = [{f: ok(p, r, f, t) for f in FIELDS} for p, r, t in zip(truth, refs, tf1, strict=False)]
+    j = [int(all(c.values())) for c in correct]
+    parsed = [p is not None for p in truth]
+    assert scores.parse_rate == pytest.approx(sum(parsed) / n)
+    assert scores.jrem == pytest.approx(sum(j) / n)
+    assert [item.j for item in items] == j
+    for field, name in [("category", "her_c"), ("label", "her_l")]:
+        m = [c[field] for c in correct]
+        expected = None if not any(m) else sum(mi * (1 - ji) for mi, ji in zip(m, j, strict=False)) / sum(m)
+        assert getattr(scores, name) == (expected if expected is None else pytest.approx(expected))
+    for field in FIELDS:
+        key = "explicitness" if field == "target_explicitness" else field
+        assert scores.mismatch[key] == pytest.approx(sum(not c[field] for c in correct) / n)
+
+    groups = {
+        "referent": ("target", "target_type", "target_explicitness"),
+        "stance": ("stance",),
+        "decision": ("label", "category"),
+    }
+
+    def v(coalition):
+        return Fraction(
+            sum(
+                1
+                for c, p in zip(correct, parsed, strict=False)
+                if p and all(c[f] for g in coalition for f in groups[g])
+            ),
+            n,
+        )
+
+    expected_phi = _permutation_shapley(v)
+    assert scores.shapley == pytest.approx({g: float(x) for g, x in expected_phi.items()}, abs=1e-12)
+    assert sum(expected_phi.values()) == Fraction(sum(parsed) - sum(j), n)
+
+
+def test_scores_are_bit_identical_on_rescoring():
+    rng = random.Random(3)
+    references, outputs, _ = _random_case(rng)
+    first, _ = score_predictions(references, outputs)
+    second, _ = score_predictions(references, dict(reversed(list(outputs.items()))))
+    assert first.model_dump_json() == second.model_dump_json()
