@@ -17,14 +17,15 @@ and false positives for no class. With ``labels`` defaulting to the sorted set o
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 
 def _encode(
-    y_true: Sequence[Hashable] | npt.NDArray[np.integer],
-    y_pred: Sequence[Hashable] | npt.NDArray[np.integer],
+    y_true: Sequence[Any] | npt.NDArray[np.integer],
+    y_pred: Sequence[Any] | npt.NDArray[np.integer],
     labels: Sequence[Hashable],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Map both sequences to indices into ``labels`` (−1 for values outside ``labels``).
@@ -58,11 +59,11 @@ def _encode(
 
 
 def per_class_f1(
-    y_true: Sequence[Hashable] | npt.NDArray[np.integer],
-    y_pred: Sequence[Hashable] | npt.NDArray[np.integer],
+    y_true: Sequence[Any] | npt.NDArray[np.integer],
+    y_pred: Sequence[Any] | npt.NDArray[np.integer],
     labels: Sequence[Hashable] | None = None,
     zero_division: float = 0.0,
-) -> dict[Hashable, float]:
+) -> dict[Any, float]:
     """F1 of each class in ``labels`` (default: sorted distinct values of ``y_true``)."""
     if len(y_true) != len(y_pred):
         raise ValueError(f"y_true has {len(y_true)} items but y_pred has {len(y_pred)}")
@@ -82,8 +83,8 @@ def per_class_f1(
 
 
 def macro_f1(
-    y_true: Sequence[Hashable] | npt.NDArray[np.integer],
-    y_pred: Sequence[Hashable] | npt.NDArray[np.integer],
+    y_true: Sequence[Any] | npt.NDArray[np.integer],
+    y_pred: Sequence[Any] | npt.NDArray[np.integer],
     labels: Sequence[Hashable] | None = None,
     zero_division: float = 0.0,
 ) -> float:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from itertools import combinations
 from math import factorial
-from typing import TypeVar
+from typing import TypeVar, cast
 
 Value = TypeVar("Value", float, Fraction)
 
@@ -35,15 +35,15 @@ def shapley_values(
             cache[coalition] = value(coalition)
         return cache[coalition]
 
+    exact_weights = [Fraction(factorial(size) * factorial(n - size - 1), factorial(n)) for size in range(n)]
+    weights = [cast(Value, w if exact else float(w)) for w in exact_weights]
     result: dict[str, Value] = {}
     for player in players:
         others = [p for p in players if p != player]
-        total: Value = Fraction(0) if exact else 0.0  # type: ignore[assignment]
+        total = cast(Value, Fraction(0) if exact else 0.0)
         for size in range(n):
-            weight = Fraction(factorial(size) * factorial(n - size - 1), factorial(n))
-            w = weight if exact else float(weight)
             for members in combinations(others, size):
                 coalition = frozenset(members)
-                total += w * (v(coalition | {player}) - v(coalition))
+                total = total + weights[size] * (v(coalition | {player}) - v(coalition))
         result[player] = total
     return result

@@ -125,7 +125,7 @@ class ParseResult:
         """The recovered record, or None when the output did not parse."""
         if self.values is None:
             return None
-        return VarmRecord.model_construct(**dict(zip(FIELDS, self.values, strict=True)))
+        return VarmRecord.model_construct(None, **dict(zip(FIELDS, self.values, strict=True)))
 
     @property
     def status(self) -> str:

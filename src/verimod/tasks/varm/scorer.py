@@ -226,7 +226,7 @@ class VarmScorer:
             y_pred = np.frombuffer(pred_column, dtype=np.int8).astype(np.int64)
             present = np.unique(y_true).tolist()
             f1 = per_class_f1(y_true, y_pred, labels=present)
-            per_class[field] = {VOCABULARY[field][code]: score for code, score in f1.items()}
+            per_class[field] = {VOCABULARY[field][int(code)]: score for code, score in f1.items()}
             macro[field] = float(np.mean(list(f1.values())))
 
         def her(field: str) -> float | None:
@@ -234,7 +234,7 @@ class VarmScorer:
             denominator = int(conditioned.sum())
             return None if denominator == 0 else float((conditioned & ~j).sum() / denominator)
 
-        counts = {frozenset(): int(parsed.sum())}
+        counts: dict[frozenset[str], int] = {frozenset(): int(parsed.sum())}
         for size in (1, 2, 3):
             for coalition in _coalitions(size):
                 mask = parsed.copy()
