@@ -10,6 +10,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
+#: The keys ``verimod score --json`` must write (issue #2's contract).
+REQUIRED_SCORE_KEYS = frozenset(
+    {
+        "n",
+        "label_macro_f1",
+        "category_macro_f1",
+        "target_char_f1",
+        "target_type_macro_f1",
+        "explicitness_macro_f1",
+        "stance_macro_f1",
+        "parse_rate",
+        "format_rate",
+        "jrem",
+        "her_c",
+        "her_l",
+        "mismatch",
+        "shapley",
+    }
+)
+
 CANONICAL = (
     "这条评论明确指向[T: 小县城公务员]，说他们离开编制“啥也不是”。这是一个职业群体[TY: group]，"
     "被直接点名[T: explicit]。作者否定该群体的能力和价值，属于[S: attack_or_endorse]。"

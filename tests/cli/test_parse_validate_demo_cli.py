@@ -42,7 +42,9 @@ def test_parse_text_file_is_one_output(cli, tmp_path):
 def test_parse_bad_jsonl_exits_2(cli_process, tmp_path):
     path = write_lines(tmp_path / "p.jsonl", ['{"id": "a", "output": 3}'])
     result = cli_process("parse", path)
-    assert result.returncode == 2 and f"{path}:1:".encode() in result.stderr
+    assert (
+        result.returncode == 2 and f"{path}:1: field 'output': must be a string, got a number".encode() in result.stderr
+    )
 
 
 def test_validate_ok_and_problems(cli, tmp_path):

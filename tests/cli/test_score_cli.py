@@ -2,24 +2,7 @@ import json
 
 import pytest
 
-from tests.conftest import rationale, reference_row, write_lines
-
-REQUIRED = {
-    "n",
-    "label_macro_f1",
-    "category_macro_f1",
-    "target_char_f1",
-    "target_type_macro_f1",
-    "explicitness_macro_f1",
-    "stance_macro_f1",
-    "parse_rate",
-    "format_rate",
-    "jrem",
-    "her_c",
-    "her_l",
-    "mismatch",
-    "shapley",
-}
+from tests.conftest import REQUIRED_SCORE_KEYS, rationale, reference_row, write_lines
 
 
 @pytest.fixture
@@ -49,7 +32,7 @@ def test_score_prints_table_and_writes_json_and_per_item(cli, files, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert "JREM" in result.stdout and "1 reference items had no prediction" in result.stdout
     scores = json.loads(out.read_text(encoding="utf-8"))
-    assert set(scores) >= REQUIRED
+    assert set(scores) >= REQUIRED_SCORE_KEYS
     assert scores["n"] == 3 and scores["jrem"] == pytest.approx(1 / 3) and scores["parse_rate"] == pytest.approx(2 / 3)
     assert set(scores["mismatch"]) == {"target", "target_type", "explicitness", "stance", "label", "category"}
     assert set(scores["shapley"]) == {"referent", "stance", "decision"}

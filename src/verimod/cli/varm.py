@@ -14,14 +14,14 @@ from rich.progress import Progress
 from rich.text import Text
 
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console, safe
-from verimod.core.errors import InputError, one_line
+from verimod.core.errors import one_line
 from verimod.data.jsonl import dumps_line, read_jsonl, read_lines, write_json, write_jsonl
 from verimod.report.tables import varm_scores_table
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.corrupt import demo_outputs
-from verimod.tasks.varm.io import load_outputs, load_references, reference_problems
+from verimod.tasks.varm.io import load_outputs, load_references, prediction_at, reference_problems
 from verimod.tasks.varm.parser import ParseResult, parse_rationale
-from verimod.tasks.varm.schema import VarmPrediction, VarmReference
+from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import VarmScorer, VarmScores
 from verimod.tasks.varm.starter import load_starter
 
@@ -98,10 +98,7 @@ def _describe(item_id: str, result: ParseResult) -> Text:
 def _outputs_to_parse(source: str, jsonl: bool, encoding: str | None) -> Iterator[tuple[str, str]]:
     if jsonl:
         for line, obj in read_jsonl(source, encoding):
-            try:
-                prediction = VarmPrediction.model_validate(obj)
-            except ValueError:
-                raise InputError.at(source, line, None, 'expected {"id": ..., "output": "..."}') from None
+            prediction = prediction_at(obj, source, line)
             yield prediction.id, prediction.output
     else:
         text = "\n".join(t for _, t in read_lines(source, encoding))

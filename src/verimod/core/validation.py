@@ -8,6 +8,26 @@ from pydantic import BaseModel, ValidationError
 
 from verimod.core.errors import Problem, did_you_mean, shown
 
+_TYPE_NAMES = {
+    "string_type": "a string",
+    "dict_type": "an object",
+    "list_type": "a list",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__
+    )
+
 
 def _message(error: Any, allowed_fields: list[str]) -> str:
     kind = error["type"]
@@ -21,8 +41,8 @@ def _message(error: Any, allowed_fields: list[str]) -> str:
         choices = [part.strip().strip("'") for part in expected.replace(" or ", ", ").split(",")]
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
         return f"value {shown(value)} is not one of {', '.join(choices)}{hint}"
-    if kind in ("string_type", "dict_type", "list_type", "int_type"):
-        return f"must be {kind.split('_')[0].replace('dict', 'an object').replace('str', 'a string')}, got {type(value).__name__}"  # noqa: E501
+    if kind in _TYPE_NAMES:
+        return f"must be {_TYPE_NAMES[kind]}, got {_json_type(value)}"
     if kind == "string_too_short":
         return "must not be empty"
     if kind == "value_error":

@@ -28,7 +28,7 @@ def test_load_references_accepts_integer_ids_and_optional_fields(tmp_path):
         (reference_row("a", colour="red"), 2, "colour", "unknown field"),
         (reference_row("a", text=""), 2, "text", "must not be empty"),
         (reference_row("a", target=" "), 2, "target", "blank"),
-        (reference_row("a", id=True), 2, "id", "must be a string"),
+        (reference_row("a", id=True), 2, "id", "must be a string, got a boolean"),
         (reference_row("ok"), 2, "id", "duplicate id 'ok' (first on line 1)"),
     ],
 )
@@ -98,7 +98,7 @@ def test_load_outputs_errors_name_the_line(tmp_path):
             "duplicate id 'a' (first on line 1)",
         ),
         ([{"id": "a"}], 1, "output", "missing required field"),
-        ([{"id": "a", "output": None}], 1, "output", "must be a string"),
+        ([{"id": "a", "output": None}], 1, "output", "must be a string, got null"),
     ]
     for rows, line, field, message in cases:
         with pytest.raises(InputError) as err:

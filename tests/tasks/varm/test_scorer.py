@@ -9,28 +9,12 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import f1_score
 
-from tests.conftest import rationale
+from tests.conftest import REQUIRED_SCORE_KEYS, rationale
 from verimod.tasks.varm.codebook import FIELDS, NO_CLEAR_TARGET, VOCABULARY
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import VarmScorer, score_predictions
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_scores.json").read_text(encoding="utf-8"))["cases"]
-REQUIRED_KEYS = {
-    "n",
-    "label_macro_f1",
-    "category_macro_f1",
-    "target_char_f1",
-    "target_type_macro_f1",
-    "explicitness_macro_f1",
-    "stance_macro_f1",
-    "parse_rate",
-    "format_rate",
-    "jrem",
-    "her_c",
-    "her_l",
-    "mismatch",
-    "shapley",
-}
 
 
 def _assert_close(actual, expected, path=""):
@@ -50,7 +34,7 @@ def test_golden_cases(case):
     outputs = {p["id"]: p["output"] for p in case["predictions"]}
     scores, items = score_predictions(references, outputs)
     _assert_close(scores.model_dump(), case["expected"])
-    assert set(scores.model_dump()) >= REQUIRED_KEYS
+    assert set(scores.model_dump()) >= REQUIRED_SCORE_KEYS
     assert sum(scores.shapley.values()) == pytest.approx(scores.parse_rate - scores.jrem, abs=1e-12)
     assert [item.id for item in items] == [r.id for r in references]
 

@@ -10,8 +10,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -25,40 +26,41 @@ from verimod.tasks.varm.schema import VarmPrediction, VarmReference
 _CONSTRAINT_FIELD = {"label_category": "category", "no_clear_target": "target", "harmful_stance": "stance"}
 
 
-def _references_with_problems(
-    path: str | Path, encoding: str | None = None
-) -> Iterator[tuple[int, VarmReference | None, list[Problem]]]:
-    name = str(path)
-    first_line: dict[str, int] = {}
-    for line, obj in read_jsonl(path, encoding):
-        try:
-            reference = VarmReference.model_validate(obj)
-        except ValidationError as exc:
-            yield line, None, validation_problems(exc, VarmReference, name, line)
-            continue
-        if reference.id in first_line:
-            problem = Problem(
-                name,
-                line,
-                "id",
-                f"duplicate id {shown(reference.id)} (first on line {first_line[reference.id]})",
-            )
-            yield line, None, [problem]
-            continue
-        first_line[reference.id] = line
-        yield line, reference, []
+def _reference_at(
+    obj: dict[str, Any], name: str, line: int, first_line: dict[str, int]
+) -> tuple[VarmReference | None, list[Problem]]:
+    """Validate one reference object (fields, values, duplicate id); records its id's line.
+
+    Returns the reference (None when its fields are invalid) and the problems found; a
+    duplicate id is a problem but still returns the reference, so its other checks can run.
+    """
+    try:
+        reference = VarmReference.model_validate(obj)
+    except ValidationError as exc:
+        ref_id = obj.get("id")
+        if isinstance(ref_id, str | int) and not isinstance(ref_id, bool):
+            first_line.setdefault(str(ref_id), line)
+        return None, validation_problems(exc, VarmReference, name, line)
+    if reference.id in first_line:
+        message = f"duplicate id {shown(reference.id)} (first on line {first_line[reference.id]})"
+        return reference, [Problem(name, line, "id", message)]
+    first_line[reference.id] = line
+    return reference, []
 
 
 def load_references(path: str | Path, encoding: str | None = None) -> list[VarmReference]:
     """All reference items of a JSONL file; raises :class:`InputError` at the first bad line."""
+    name = str(path)
+    first_line: dict[str, int] = {}
     references = []
-    for _line, reference, problems in _references_with_problems(path, encoding):
+    for line, obj in read_jsonl(path, encoding):
+        reference, problems = _reference_at(obj, name, line, first_line)
         if problems:
             raise InputError(problems[0])
         assert reference is not None
         references.append(reference)
     if not references:
-        raise InputError.at(str(path), None, None, "no reference items (the file is empty)")
+        raise InputError.at(name, None, None, "no reference items (the file is empty)")
     return references
 
 
@@ -92,27 +94,12 @@ def _rationale_problems(reference: VarmReference, path: str, line: int) -> list[
     return problems
 
 
-def _item_problems(obj: dict, name: str, line: int, first_line: dict[str, int]) -> list[Problem]:
-    """Every problem of one reference object; records its id in ``first_line``."""
-    try:
-        reference = VarmReference.model_validate(obj)
-    except ValidationError as exc:
-        ref_id = obj.get("id")
-        if isinstance(ref_id, str | int) and not isinstance(ref_id, bool):
-            first_line.setdefault(str(ref_id), line)
-        return validation_problems(exc, VarmReference, name, line)
-    problems = []
-    if reference.id in first_line:
-        problems.append(
-            Problem(
-                name,
-                line,
-                "id",
-                f"duplicate id {shown(reference.id)} (first on line {first_line[reference.id]})",
-            )
-        )
-    else:
-        first_line[reference.id] = line
+def _item_problems(obj: dict[str, Any], name: str, line: int, first_line: dict[str, int]) -> list[Problem]:
+    """Every problem of one reference object: fields, values, duplicate id, codebook, rationale."""
+    reference, problems = _reference_at(obj, name, line, first_line)
+    if reference is None:
+        return problems
+    problems = list(problems)
     for constraint in codebook_violations(reference):
         problems.append(
             Problem(name, line, _CONSTRAINT_FIELD[constraint], f"breaks the codebook: {CONSTRAINTS[constraint]}")
@@ -147,6 +134,14 @@ def reference_problems(path: str | Path, encoding: str | None = None) -> tuple[i
     return count, problems
 
 
+def prediction_at(obj: dict[str, Any], name: str, line: int) -> VarmPrediction:
+    """One validated prediction object; raises :class:`InputError` naming the field."""
+    try:
+        return VarmPrediction.model_validate(obj)
+    except ValidationError as exc:
+        raise InputError(validation_problems(exc, VarmPrediction, name, line)[0]) from None
+
+
 def load_outputs(
     path: str | Path,
     reference_ids: Collection[str],
@@ -159,17 +154,10 @@ def load_outputs(
     outputs: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for line, obj in read_jsonl(path, encoding):
-        try:
-            prediction = VarmPrediction.model_validate(obj)
-        except ValidationError as exc:
-            raise InputError(validation_problems(exc, VarmPrediction, name, line)[0]) from None
+        prediction = prediction_at(obj, name, line)
         if prediction.id in first_line:
-            raise InputError.at(
-                name,
-                line,
-                "id",
-                f"duplicate id {shown(prediction.id)} (first on line {first_line[prediction.id]})",
-            )
+            message = f"duplicate id {shown(prediction.id)} (first on line {first_line[prediction.id]})"
+            raise InputError.at(name, line, "id", message)
         if prediction.id not in known:
             raise InputError.at(name, line, "id", f"unknown id {shown(prediction.id)}: not in {reference_path}")
         first_line[prediction.id] = line
