@@ -216,7 +216,7 @@ def _slots(text: str) -> list[list[re.Match[str]]] | None:
 
 def parse_rationale(text: str) -> ParseResult:
     """Parse one model output into a VARM record (see the module docstring)."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text or text.isspace():
         return _failure(ParseErrorClass.EMPTY_OUTPUT, "the output is empty")
     slots = _slots(text)
     if slots is None:
