@@ -9,7 +9,7 @@ Contract of :func:`read_jsonl`:
   :class:`InputError` naming the line; nothing is skipped except blank lines.
 
 :func:`write_jsonl` writes UTF-8 atomically (temporary file, then rename). Lone surrogates,
-which can occur in model outputs, are written as JSON ``\\uXXXX`` escapes so that every file
+which can occur in model outputs, are written as JSON ``\\ud800``-style escapes so that every file
 written is valid UTF-8 and reads back to the same strings.
 """
 
@@ -139,7 +139,7 @@ def read_jsonl(path: str | Path, encoding: str | None = None) -> Iterator[tuple[
 
 
 def dumps_line(obj: Any) -> bytes:
-    """One JSON line as UTF-8 bytes (lone surrogates written as ``\\uXXXX`` escapes)."""
+    """One JSON line as UTF-8 bytes (lone surrogates written as ``\\ud800``-style escapes)."""
     return (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
