@@ -7,7 +7,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.progress import Progress
@@ -22,7 +22,7 @@ from verimod.tasks.varm.corrupt import demo_outputs
 from verimod.tasks.varm.io import load_outputs, load_references, prediction_at, reference_problems
 from verimod.tasks.varm.parser import ParseResult, parse_rationale
 from verimod.tasks.varm.schema import VarmReference
-from verimod.tasks.varm.scorer import VarmScorer, VarmScores
+from verimod.tasks.varm.scorer import ItemScore, VarmScorer, VarmScores
 from verimod.tasks.varm.starter import load_starter
 
 _PROGRESS_THRESHOLD = 50_000
@@ -40,18 +40,18 @@ def _score(references: list[VarmReference], outputs: dict[str, str], per_item: P
     scorer = VarmScorer()
     show = not quiet and len(references) >= _PROGRESS_THRESHOLD
 
-    def rows() -> Iterator[dict[str, Any]]:
+    def items() -> Iterator[ItemScore]:
         with Progress(console=err_console, disable=not show, transient=True) as progress:
             task = progress.add_task("scoring", total=len(references))
             for i, ref in enumerate(references):
-                yield scorer.add(ref.id, ref, outputs.get(ref.id)).to_dict()
+                yield scorer.add(ref.id, ref, outputs.get(ref.id))
                 if i % 10_000 == 0:
                     progress.update(task, completed=i)
 
     if per_item is not None:
-        write_jsonl(per_item, rows())
+        write_jsonl(per_item, (item.to_dict() for item in items()))
     else:
-        for _ in rows():
+        for _ in items():
             pass
     return scorer.scores()
 
