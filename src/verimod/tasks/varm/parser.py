@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from verimod.tasks.varm.aliases import canonical_value
 from verimod.tasks.varm.codebook import CANONICAL_TAGS, FIELDS, VOCABULARY, codebook_violations_of
@@ -125,7 +125,8 @@ class ParseResult:
         """The recovered record, or None when the output did not parse."""
         if self.values is None:
             return None
-        return VarmRecord.model_construct(None, **dict(zip(FIELDS, self.values, strict=True)))
+        fields: dict[str, Any] = dict(zip(FIELDS, self.values, strict=True))
+        return VarmRecord.model_construct(None, **fields)
 
     @property
     def status(self) -> str:
