@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from verimod import __version__
-from verimod.cli import varm
+from verimod.cli import eval as eval_cli
+from verimod.cli import runs, varm
 
 app = typer.Typer(
     name="verimod",
@@ -36,6 +37,8 @@ def _root(
     """verimod: verifiable evaluation of content-moderation models."""
 
 
+eval_cli.register(app)
+runs.register(app)
 varm.register(app)
 
 

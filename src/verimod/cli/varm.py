@@ -14,11 +14,13 @@ from rich.progress import Progress
 from rich.text import Text
 
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console, safe
-from verimod.core.errors import one_line
+from verimod.core.errors import InputError, one_line
+from verimod.core.runs import RunStore
 from verimod.data.jsonl import dumps_line, read_jsonl, read_lines, write_json, write_jsonl
 from verimod.report.tables import varm_scores_table
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.corrupt import demo_outputs
+from verimod.tasks.varm.evaluate import score_run
 from verimod.tasks.varm.io import load_outputs, load_references, prediction_at, reference_problems
 from verimod.tasks.varm.parser import ParseResult, parse_rationale
 from verimod.tasks.varm.schema import VarmReference
@@ -57,8 +59,11 @@ def _score(references: list[VarmReference], outputs: dict[str, str], per_item: P
 
 
 def score(
-    predictions: Annotated[Path, typer.Argument(help='Prediction JSONL: one {"id", "output"} per line.')],
-    ref: Annotated[Path, typer.Option("--ref", "-r", help="Reference JSONL (VARM records).")],
+    predictions: Annotated[Path | None, typer.Argument(help='Prediction JSONL: one {"id", "output"} per line.')] = None,
+    ref: Annotated[Path | None, typer.Option("--ref", "-r", help="Reference JSONL (VARM records).")] = None,
+    run: Annotated[
+        Path | None, typer.Option("--run", help="Re-score a run directory's stored outputs (no model call).")
+    ] = None,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the metrics as JSON to this file ('-' for stdout).")
     ] = None,
@@ -71,17 +76,30 @@ def score(
     """Score model outputs against references: field F1, T-F1, Parse, Format, JREM, HER.
 
     Every reference item counts: a missing or unparseable output is wrong on every field.
+    With --run, a run directory is re-scored from its stored outputs with this parser.
 
     Example: [bold]verimod score preds.jsonl --ref test.jsonl --json scores.json[/bold]
     """
     with bad_input_exits():
-        references = load_references(ref, encoding)
-        outputs = load_outputs(predictions, [r.id for r in references], encoding, reference_path=str(ref))
-        scores = _score(references, outputs, per_item, quiet)
+        if run is not None:
+            if predictions is not None or ref is not None:
+                raise InputError.at("--run", None, None, "give either --run or PREDICTIONS with --ref, not both")
+            store = RunStore.open(run)
+            scores, items = score_run(store)
+            if per_item is not None:
+                write_jsonl(per_item, (item.to_dict() for item in items))
+            title = f"VARM scores of run {store.manifest.run_id}"
+        else:
+            if predictions is None or ref is None:
+                raise InputError.at("score", None, None, "give PREDICTIONS and --ref REFERENCES (or --run RUN_DIR)")
+            references = load_references(ref, encoding)
+            outputs = load_outputs(predictions, [r.id for r in references], encoding, reference_path=str(ref))
+            scores = _score(references, outputs, per_item, quiet)
+            title = f"VARM scores of {predictions.name}"
     if json_out is not None:
         _emit_json(scores, json_out)
     if not quiet and json_out != "-":
-        console.print(varm_scores_table(scores, title=f"VARM scores of {predictions.name}"))
+        console.print(varm_scores_table(scores, title=title))
         if scores.n_missing:
             console.print(f"{scores.n_missing} reference items had no prediction (scored as unparseable).")
 

@@ -10,8 +10,8 @@ run many requests concurrently, in-process backends (gguf, hf, baseline) set a l
 and ``max_concurrency = 1``.
 
 Errors: a backend raises :class:`BackendError` with a ``kind``; ``retryable`` kinds (rate
-limits, server errors, timeouts, dropped connections) are retried by the engine with backoff,
-the others are recorded on the sample at once. A backend never logs or returns secrets:
+limits, server errors, timeouts, dropped connections, malformed bodies) are retried by the engine
+with backoff, the others are recorded on the sample at once. A backend never logs or returns secrets:
 :meth:`ModelBackend.identity` (which enters cache keys and run manifests) must not contain
 API keys.
 """
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant"]
 ErrorKind = Literal["rate_limited", "server", "timeout", "connection", "bad_response", "client", "model"]
-RETRYABLE: frozenset[str] = frozenset({"rate_limited", "server", "timeout", "connection"})
+RETRYABLE: frozenset[str] = frozenset({"rate_limited", "server", "timeout", "connection", "bad_response"})
 
 
 class ChatMessage(BaseModel):
@@ -102,7 +102,7 @@ class BackendError(Exception):
 
     @property
     def retryable(self) -> bool:
-        """True for rate limits, server errors, timeouts and dropped connections."""
+        """True for rate limits, server errors, timeouts, dropped connections and malformed bodies."""
         return self.kind in RETRYABLE
 
 

@@ -44,6 +44,8 @@ def create_backend(spec: str, options: BackendOptions | None = None) -> ModelBac
         probe.get(prefix)  # raises with did-you-mean
     if prefix not in backends:
         importlib.import_module(module)  # type: ignore[arg-type]
+        if prefix not in backends:
+            raise RuntimeError(f"{module} did not register the {prefix!r} backend")
     return backends.get(prefix)(name, options or BackendOptions())
 
 

@@ -13,6 +13,7 @@ Constraints (a record that breaks one is *inconsistent*; it still parses, but fa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal, Protocol
 
 NO_CLEAR_TARGET: Final = "no_clear_target"
@@ -115,7 +116,7 @@ CONSTRAINTS: Final = {
 }
 
 
-def codebook_violations_of(values: tuple[str, str, str, str, str, str]) -> tuple[str, ...]:
+def codebook_violations_of(values: Sequence[str]) -> tuple[str, ...]:
     """Names of the codebook constraints (keys of :data:`CONSTRAINTS`) broken by the six field
     values given in :data:`FIELDS` order."""
     target, target_type, explicitness, stance, label, category = values

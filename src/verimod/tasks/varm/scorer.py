@@ -1,8 +1,8 @@
 """Deterministic end-to-end scoring of VARM outputs against reference records.
 
-Every reference item is in every denominator: a missing prediction or an output that does not
-parse counts as wrong on every field (a miss for its true class and a false positive for no
-class), has T-F1 = 0 and J = 0. For N reference items:
+Every reference item is in every denominator: a missing prediction, a failed model call or an
+output that does not parse counts as wrong on every field (a miss for its true class and a
+false positive for no class), has T-F1 = 0 and J = 0. For N reference items:
 
 - Macro-F1 of label, category, target_type, target_explicitness, stance: mean per-class F1 over
   the classes present in the reference column (:func:`verimod.stats.macro_f1`), with an INVALID
@@ -41,6 +41,7 @@ from verimod.tasks.varm.parser import PARSER_VERSION, parse_rationale
 
 T_F1_THRESHOLD: Final = 0.5
 MISSING_PREDICTION: Final = "missing_prediction"
+MODEL_ERROR: Final = "model_error"
 SHAPLEY_GROUPS: Final = {
     "referent": ("target", "target_type", "target_explicitness"),
     "stance": ("stance",),
@@ -61,7 +62,7 @@ class ItemScore(NamedTuple):
     """The scored outcome of one item: enough to audit it without re-running anything."""
 
     id: str
-    status: str  # "ok" | "parse_error" | "missing"
+    status: str  # "ok" | "parse_error" | "missing" | "error"
     error_class: str | None
     detail: str | None
     values: tuple[str, ...] | None
@@ -114,6 +115,7 @@ class VarmScores(BaseModel):
     n_parsed: int
     n_format: int
     n_missing: int
+    n_model_errors: int
     n_inconsistent: int
     error_classes: dict[str, int]
     per_class_f1: dict[str, dict[str, float]]
@@ -148,8 +150,13 @@ class VarmScorer:
     def __len__(self) -> int:
         return len(self._bits)
 
-    def add(self, item_id: str, reference: RecordLike, output: str | None) -> ItemScore:
-        """Score one output (None: the prediction is missing) against its reference record."""
+    def add(self, item_id: str, reference: RecordLike, output: str | None, error: str | None = None) -> ItemScore:
+        """Score one output against its reference record.
+
+        ``output=None`` means no prediction: status ``missing`` (``missing_prediction``), or
+        status ``error`` (``model_error``, with ``error`` as the detail) when the model call
+        failed. Either way the item is wrong on every field.
+        """
         ref = (
             reference.target,
             reference.target_type,
@@ -167,10 +174,14 @@ class VarmScorer:
                 column.append(-1)
             self._tf1.append(0.0)
             self._bits.append(0)
-            error = MISSING_PREDICTION if parsed is None else str(parsed.error_class)
-            self._errors[error] += 1
-            status, detail = ("missing", None) if parsed is None else ("parse_error", parsed.detail)
-            return ItemScore(item_id, status, error, detail, None, False, (), (), _NONE_CORRECT, 0.0, 0, output)
+            if parsed is not None:
+                status, error_class, detail = "parse_error", str(parsed.error_class), parsed.detail
+            elif error is not None:
+                status, error_class, detail = "error", MODEL_ERROR, error
+            else:
+                status, error_class, detail = "missing", MISSING_PREDICTION, None
+            self._errors[error_class] += 1
+            return ItemScore(item_id, status, error_class, detail, None, False, (), (), _NONE_CORRECT, 0.0, 0, output)
         assert parsed is not None
         for column, codes, value in zip(self._pred, _CODE_LIST, values[1:], strict=True):
             column.append(codes[value])
@@ -268,6 +279,7 @@ class VarmScorer:
             n_parsed=int(parsed.sum()),
             n_format=int(((bits & _FORMAT) > 0).sum()),
             n_missing=self._errors[MISSING_PREDICTION],
+            n_model_errors=self._errors[MODEL_ERROR],
             n_inconsistent=self._inconsistent,
             error_classes=dict(sorted(self._errors.items())),
             per_class_f1=per_class,

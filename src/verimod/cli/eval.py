@@ -1,0 +1,228 @@
+"""``verimod eval``: evaluate a moderation model on a VARM data set (the main job)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console
+from verimod.cli.progress import RunProgress
+from verimod.core.cache import ResponseCache
+from verimod.core.engine import EngineConfig
+from verimod.core.errors import InputError
+from verimod.core.registry import UnknownNameError
+from verimod.core.runs import RunStore
+from verimod.models.base import (
+    BackendError,
+    BackendOptions,
+    GenerationParams,
+    ModelBackend,
+    ModelRequest,
+    StructuredOutput,
+)
+from verimod.models.registry import create_backend
+from verimod.report.tables import varm_scores_table
+from verimod.tasks.varm.evaluate import (
+    EvalSettings,
+    execute,
+    prepare_run,
+    resume_run,
+    score_run,
+    settings_of,
+    start_run,
+)
+from verimod.tasks.varm.prompts import DEFAULT_SHOTS, SETTINGS, PromptTemplate
+
+
+def _json_option(value: str | None, name: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        data = json.loads(Path(value[1:]).read_text(encoding="utf-8") if value.startswith("@") else value)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError.at(name, None, None, f"not valid JSON (or @file): {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError.at(name, None, None, "must be a JSON object")
+    return data
+
+
+def _backend(settings: EvalSettings) -> ModelBackend:
+    try:
+        return create_backend(settings.model, settings.backend_options)
+    except UnknownNameError as exc:
+        raise InputError.at("--model", None, None, str(exc)) from None
+    except BackendError as exc:
+        raise InputError.at("--model", None, None, str(exc)) from None
+    except ImportError as exc:
+        raise InputError.at("--model", None, None, f"{exc}") from None
+
+
+def _run(
+    store: RunStore,
+    backend: ModelBackend,
+    requests: list[ModelRequest],
+    template: PromptTemplate,
+    use_cache: bool,
+    quiet: bool,
+) -> None:
+    """Send the requests with a progress bar; Ctrl-C marks the run interrupted (resumable)."""
+    cache = ResponseCache() if use_cache else None
+
+    async def send(progress: RunProgress) -> None:
+        try:
+            await execute(store, backend, requests, template, cache, progress.advance)
+        finally:
+            await backend.aclose()
+
+    try:
+        with RunProgress(len(requests), f"{store.manifest.model} · {store.manifest.setting}", quiet) as progress:
+            asyncio.run(send(progress))
+    except KeyboardInterrupt:
+        store.manifest.status = "interrupted"
+        store.save_manifest()
+        typer.echo(f"interrupted; resume with: verimod eval --resume {store.directory}", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def eval_command(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", "-m", help="Model spec: baseline | openai:NAME | gguf:PATH | hf:PATH-OR-ID | scripted:FILE."
+        ),
+    ] = "baseline",
+    data: Annotated[str | None, typer.Option(help="Reference JSONL (default: the bundled starter set).")] = None,
+    split: Annotated[str | None, typer.Option(help="Only items of this split (starter default: test).")] = None,
+    setting: Annotated[str, typer.Option(help=f"Prompt setting: {' | '.join(SETTINGS)}.")] = "zero-shot",
+    shots: Annotated[int, typer.Option(help="Examples for k-shot.")] = DEFAULT_SHOTS,
+    train: Annotated[str | None, typer.Option(help="Train JSONL for k-shot examples (default: starter train).")] = None,
+    prompt_template: Annotated[str | None, typer.Option(help="Your own prompt template (JSON).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N items.")] = None,
+    base_url: Annotated[
+        list[str] | None, typer.Option("--base-url", help="OpenAI-compatible server URL (repeat for replicas).")
+    ] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the API key.")] = None,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
+    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling.")] = None,
+    seed: Annotated[int, typer.Option(help="Generation seed.")] = 0,
+    max_tokens: Annotated[int, typer.Option(help="Maximum new tokens.")] = 512,
+    stop: Annotated[list[str] | None, typer.Option("--stop", help="Stop string (repeatable).")] = None,
+    json_schema: Annotated[str | None, typer.Option(help="Structured output: a JSON schema (JSON or @file).")] = None,
+    regex: Annotated[
+        str | None, typer.Option(help="Structured output: a regular expression (server support needed).")
+    ] = None,
+    extra_body: Annotated[str | None, typer.Option(help="Extra request-body fields (JSON or @file).")] = None,
+    max_concurrency: Annotated[int, typer.Option(help="Requests in flight at most.")] = 32,
+    timeout: Annotated[float, typer.Option(help="Seconds per request attempt.")] = 120.0,
+    retries: Annotated[int, typer.Option(help="Retries of a failed request.")] = 6,
+    adapter: Annotated[str | None, typer.Option(help="LoRA adapter directory (hf).")] = None,
+    threads: Annotated[int | None, typer.Option(help="CPU threads (gguf).")] = None,
+    context_size: Annotated[int | None, typer.Option(help="Context size (gguf).")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Batch size (hf).")] = None,
+    device: Annotated[str | None, typer.Option(help="Device (hf): cpu, cuda, cuda:1 …")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")] = False,
+    runs_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("runs"),
+    resume: Annotated[Path | None, typer.Option(help="Complete an interrupted run directory.")] = None,
+    json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
+    encoding: EncodingOption = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Evaluate a model: prompts → model → anchored rationales → parsed records → scores.
+
+    With no arguments: the embedded baseline model on the starter test split.
+
+    Example: [bold]verimod eval --model openai:qwen2.5-7b-instruct --base-url http://localhost:8000/v1
+    --setting taxonomy --data test.jsonl --limit 200[/bold]
+    """
+    with bad_input_exits():
+        if resume is not None:
+            store, requests, template = resume_run(resume)
+            settings = settings_of(store.manifest)
+        else:
+            try:
+                structured = None
+                if json_schema is not None or regex is not None:
+                    structured = StructuredOutput(json_schema=_json_option(json_schema, "--json-schema"), regex=regex)
+                settings = EvalSettings(
+                    model=model,
+                    setting=setting,
+                    shots=shots,
+                    prompt_template=prompt_template,
+                    data=data,
+                    split=split,
+                    train=train,
+                    limit=limit,
+                    encoding=encoding,
+                    params=GenerationParams(
+                        temperature=temperature,
+                        top_p=top_p,
+                        max_tokens=max_tokens,
+                        seed=seed,
+                        stop=tuple(stop or ()),
+                        structured=structured,
+                        extra_body=_json_option(extra_body, "--extra-body") or {},
+                    ),
+                    engine=EngineConfig(
+                        max_concurrency=max_concurrency, max_retries=retries, request_timeout_s=timeout
+                    ),
+                    backend_options=BackendOptions(
+                        base_urls=tuple(base_url or ()),
+                        api_key_env=api_key_env,
+                        request_timeout_s=timeout,
+                        adapter=adapter,
+                        threads=threads,
+                        context_size=context_size,
+                        batch_size=batch_size,
+                        device=device,
+                    ),
+                )
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                option = "--" + str(error["loc"][-1]).replace("_", "-")
+                raise InputError.at(option, None, None, f"{error['msg']} (got {error.get('input')!r})") from None
+            prepared = prepare_run(settings)
+        backend = _backend(settings)
+        if resume is None:
+            store = start_run(settings, prepared, backend, runs_dir)
+            requests, template = prepared.requests, prepared.template
+        if not quiet:
+            console.print(f"run {store.directory}: {len(requests)} sample(s) to request", highlight=False)
+        _run(store, backend, requests, template, not no_cache, quiet)
+        scores, _ = score_run(store)
+    manifest = store.manifest
+    if json_out is not None:
+        text = json.dumps(scores.model_dump(), ensure_ascii=False, indent=2)
+        if json_out == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            Path(json_out).write_text(text + "\n", encoding="utf-8")
+    if not quiet and json_out != "-":
+        console.print(varm_scores_table(scores, title=f"{manifest.model} · {manifest.setting}"))
+        console.print(f"status {manifest.status}; run directory: {store.directory}", highlight=False)
+    if manifest.status == "failed":
+        typer.echo(
+            f"error: every sample failed ({manifest.counts.errors} errors, see {store.directory}/samples.jsonl); "
+            f"fix the cause and resume with: verimod eval --resume {store.directory}",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if manifest.status == "completed_with_errors" and not quiet:
+        typer.echo(
+            f"{manifest.counts.errors} sample(s) failed and are scored as wrong; retry them with: "
+            f"verimod eval --resume {store.directory}",
+            err=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``eval`` to the root application."""
+    app.command("eval", rich_help_panel="Evaluate")(eval_command)

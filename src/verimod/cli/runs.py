@@ -1,0 +1,152 @@
+"""``verimod runs list | show | compare`` and ``verimod cache info | clear``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from verimod.cli.common import bad_input_exits, console
+from verimod.core.cache import ResponseCache
+from verimod.core.runs import MANIFEST, RunStore
+from verimod.report.run_table import FORMATS, render_runs
+from verimod.report.tables import varm_scores_table
+from verimod.tasks.varm.scorer import VarmScores
+
+runs_app = typer.Typer(help="List, show and compare evaluation runs.", no_args_is_help=True)
+cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
+
+FormatOption = Annotated[str, typer.Option("--format", "-f", help=f"Output: {' | '.join(FORMATS)}.")]
+
+
+def _row(store: RunStore) -> dict[str, Any]:
+    manifest = store.manifest
+    return {
+        "run": manifest.run_id,
+        "model": manifest.model,
+        "setting": manifest.setting,
+        "status": manifest.status,
+        "scores": store.scores(),
+    }
+
+
+def _emit(rows: list[dict[str, Any]], fmt: str) -> None:
+    if fmt not in FORMATS:
+        typer.echo(f"error: --format {fmt!r}: choose one of {', '.join(FORMATS)}", err=True)
+        raise typer.Exit(2)
+    rendered = render_runs(rows, fmt)  # type: ignore[arg-type]
+    if isinstance(rendered, Table):
+        console.print(rendered)
+    else:
+        sys.stdout.write(rendered if rendered.endswith("\n") else rendered + "\n")
+
+
+@runs_app.command("list")
+def list_runs(
+    runs_dir: Annotated[Path, typer.Option(help="Folder of run directories.")] = Path("runs"),
+    fmt: FormatOption = "table",
+) -> None:
+    """Every run under the runs folder, newest first, as a Table-1 style table.
+
+    Example: [bold]verimod runs list --format md[/bold]
+    """
+    stores = []
+    if runs_dir.is_dir():
+        for manifest in sorted(runs_dir.glob(f"*/{MANIFEST}"), reverse=True):
+            with bad_input_exits():
+                stores.append(RunStore.open(manifest.parent))
+    _emit([_row(s) for s in stores], fmt)
+
+
+@runs_app.command("show")
+def show_run(
+    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest and scores as JSON.")] = False,
+) -> None:
+    """One run: its settings, counts and full scores.
+
+    Example: [bold]verimod runs show runs/20261129-120000-baseline-zero-shot[/bold]
+    """
+    with bad_input_exits():
+        store = RunStore.open(run)
+    manifest = store.manifest
+    scores = store.scores()
+    if as_json:
+        sys.stdout.write(
+            json.dumps({"manifest": manifest.model_dump(), "scores": scores}, ensure_ascii=False, indent=2)
+        )
+        sys.stdout.write("\n")
+        return
+    table = Table(show_header=False, title=f"run {manifest.run_id}")
+    for key, value in [
+        ("model", manifest.model),
+        ("setting", f"{manifest.setting} ({manifest.shots} shots)" if manifest.shots else manifest.setting),
+        ("prompt", f"{manifest.prompt.get('version')} {str(manifest.prompt.get('sha256'))[:12]}"),
+        (
+            "data",
+            f"{manifest.data.get('path')} (n={manifest.data.get('n')}, sha256 {str(manifest.data.get('sha256'))[:12]})",
+        ),
+        ("status", manifest.status),
+        ("counts", ", ".join(f"{k} {v}" for k, v in manifest.counts.model_dump().items())),
+        ("started / finished", f"{manifest.started_at} / {manifest.finished_at or '-'}"),
+        ("verimod / parser", f"{manifest.verimod_version} / {manifest.parser_version}"),
+        ("git", manifest.git_revision or "-"),
+    ]:
+        table.add_row(key, str(value))
+    console.print(table)
+    if scores is not None:
+        known = {k: v for k, v in scores.items() if k in VarmScores.model_fields}
+        console.print(varm_scores_table(VarmScores.model_validate(known), title=manifest.run_id))
+
+
+@runs_app.command("compare")
+def compare_runs(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    fmt: FormatOption = "table",
+) -> None:
+    """Runs side by side, as a Table-1 style table.
+
+    Example: [bold]verimod runs compare runs/A runs/B --format latex[/bold]
+    """
+    with bad_input_exits():
+        stores = [RunStore.open(r) for r in runs]
+    _emit([_row(s) for s in stores], fmt)
+
+
+@cache_app.command("info")
+def cache_info(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
+    """Where the response cache is, its size, and entries per model.
+
+    Example: [bold]verimod cache info[/bold]
+    """
+    with ResponseCache() as cache:
+        info = cache.info()
+    if as_json:
+        sys.stdout.write(json.dumps(info, ensure_ascii=False, indent=2) + "\n")
+        return
+    console.print(f"{info['path']}: {info['entries']} entries, {info['bytes'] / 1e6:.1f} MB", highlight=False)
+    for row in info["by_model"]:
+        console.print(f"  {row['backend']}:{row['model']}  {row['entries']}", highlight=False)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    model: Annotated[str | None, typer.Option(help="Only the entries of this model name.")] = None,
+) -> None:
+    """Delete cached responses (all, or those of one model).
+
+    Example: [bold]verimod cache clear --model qwen2.5-7b-instruct[/bold]
+    """
+    with ResponseCache() as cache:
+        deleted = cache.clear(model)
+    console.print(f"deleted {deleted} cached response(s)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``runs`` and ``cache`` groups to the root application."""
+    app.add_typer(runs_app, name="runs", rich_help_panel="Evaluate")
+    app.add_typer(cache_app, name="cache", rich_help_panel="Evaluate")

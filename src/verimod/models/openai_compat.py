@@ -1,0 +1,196 @@
+"""``openai:<model>`` — any OpenAI-compatible chat-completions server.
+
+vLLM, llama.cpp server, SGLang, Ollama and hosted APIs all speak it. Options:
+
+- ``base_urls``: one or more ``.../v1`` URLs (default ``http://localhost:8000/v1``). With several
+  replicas each request goes to the one with the fewest requests in flight (ties in turn):
+  this is how a fleet of servers is used.
+- ``api_key_env``: the name of the environment variable holding the API key (default
+  ``OPENAI_API_KEY`` when set). The key is sent as a bearer token and never logged, returned
+  or written to a run file.
+- Generation parameters map to the request body: temperature, top_p, max_tokens, seed, stop;
+  a JSON schema becomes ``response_format = {"type": "json_schema", ...}``; a regex becomes
+  vLLM's ``guided_regex``; ``extra_body`` is merged last (it can override anything).
+
+HTTP 429 and 503 are ``rate_limited`` (the engine slows down), other 5xx ``server``, 408 and
+client-side timeouts ``timeout``, refused or dropped connections ``connection``, a body that is
+not a chat completion (malformed JSON, no choices) ``bad_response`` — all retryable; other 4xx
+are ``client`` errors, final at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+
+from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
+from verimod.models.registry import backends
+
+DEFAULT_BASE_URL = "http://localhost:8000/v1"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
+    """The chat-completions JSON body for one request."""
+    params = request.params
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [m.model_dump() for m in request.messages],
+        "temperature": params.temperature,
+        "max_tokens": params.max_tokens,
+    }
+    if params.top_p is not None:
+        body["top_p"] = params.top_p
+    if params.seed is not None:
+        body["seed"] = params.seed
+    if params.stop:
+        body["stop"] = list(params.stop)
+    if params.structured is not None:
+        if params.structured.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verimod", "schema": params.structured.json_schema, "strict": True},
+            }
+        if params.structured.regex is not None:
+            body["guided_regex"] = params.structured.regex
+    body.update(params.extra_body)
+    return body
+
+
+def parse_completion(payload: Any) -> ModelResponse:
+    """A :class:`ModelResponse` from a decoded chat-completions body, or ``bad_response``."""
+    if not isinstance(payload, dict):
+        raise BackendError("bad_response", "the response body is not a JSON object")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise BackendError("bad_response", "the response has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise BackendError("bad_response", "the first choice has no message")
+    content = message.get("content")
+    if content is None:
+        content = message.get("refusal")
+    if not isinstance(content, str):
+        raise BackendError("bad_response", "the message has no text content")
+    raw_usage = payload.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    return ModelResponse(
+        text=content,
+        finish_reason=choices[0].get("finish_reason"),
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        model=payload.get("model") if isinstance(payload.get("model"), str) else None,
+    )
+
+
+@backends.register("openai")
+class OpenAICompatibleBackend(ModelBackend):
+    """Chat completions over HTTP (see the module docstring)."""
+
+    prefix = "openai"
+
+    def __init__(self, name: str, options: BackendOptions) -> None:
+        super().__init__(name, options)
+        if not name:
+            raise BackendError("client", "openai: needs a model name, e.g. openai:qwen2.5-7b-instruct")
+        self.base_urls = [u.rstrip("/") for u in (options.base_urls or (DEFAULT_BASE_URL,))]
+        for url in self.base_urls:
+            if not url.startswith(("http://", "https://")):
+                raise BackendError("client", f"base URL {url!r} must start with http:// or https://")
+        key_env = options.api_key_env or DEFAULT_KEY_ENV
+        if options.api_key_env and not os.environ.get(options.api_key_env):
+            raise BackendError("client", f"environment variable {options.api_key_env} (the API key) is not set")
+        self._headers = {"Content-Type": "application/json"}
+        key = os.environ.get(key_env)
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._in_flight = [0] * len(self.base_urls)
+        self._turn = 0
+        self._session: aiohttp.ClientSession | None = None
+        self._timeout = aiohttp.ClientTimeout(total=options.request_timeout_s)
+
+    def __repr__(self) -> str:  # never show headers (the key)
+        return f"OpenAICompatibleBackend(model={self.name!r}, base_urls={self.base_urls!r})"
+
+    def identity(self) -> dict[str, Any]:
+        """Backend and model name (base URLs and keys are not part of a model's identity)."""
+        return {"backend": self.prefix, "model": self.name}
+
+    def _pick(self) -> int:
+        fewest = min(self._in_flight)
+        candidates = [i for i, n in enumerate(self._in_flight) if n == fewest]
+        choice = candidates[self._turn % len(candidates)]
+        self._turn += 1
+        return choice
+
+    async def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, headers=self._headers, json_serialize=json.dumps
+            )
+        return self._session
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """POST one chat completion to the least-busy replica."""
+        session = await self._client()
+        index = self._pick()
+        url = f"{self.base_urls[index]}/chat/completions"
+        self._in_flight[index] += 1
+        try:
+            async with session.post(url, json=request_body(self.name, request)) as response:
+                body = await response.read()
+                status = response.status
+                retry_after = _retry_after(response.headers.get("Retry-After"))
+        except TimeoutError:
+            raise BackendError("timeout", f"{url}: no answer within {self._timeout.total} s") from None
+        except aiohttp.ClientConnectionError as exc:
+            raise BackendError("connection", f"{url}: {type(exc).__name__}: {exc}") from None
+        except aiohttp.ClientError as exc:
+            raise BackendError("bad_response", f"{url}: {type(exc).__name__}: {exc}") from None
+        finally:
+            self._in_flight[index] -= 1
+        if status != 200:
+            raise _status_error(url, status, body, retry_after)
+        try:
+            payload = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
+        return parse_completion(payload)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+            await asyncio.sleep(0)
+
+
+def _status_error(url: str, status: int, body: bytes, retry_after: float | None) -> BackendError:
+    snippet = body[:200].decode("utf-8", "replace").replace("\n", " ")
+    message = f"{url}: HTTP {status}: {snippet}"
+    if status in (429, 503):
+        return BackendError("rate_limited", message, retry_after)
+    if status == 408:
+        return BackendError("timeout", message, retry_after)
+    if status >= 500:
+        return BackendError("server", message, retry_after)
+    return BackendError("client", message)

@@ -1,0 +1,309 @@
+"""``verimod eval`` as a library: build the requests of a VARM run, run them through the engine
+into a run directory, and score the stored outputs.
+
+- :func:`prepare_run` reads and checks the data, prompt and examples and builds the requests;
+  :func:`start_run` then creates the run directory (manifest with every setting, no secrets;
+  the evaluated references).
+- :func:`resume_run` reopens a run: the same requests are rebuilt from the manifest, and only
+  samples without a successful stored answer are sent again (a resumed run ends with the same
+  scores as an uninterrupted one).
+- :func:`execute` sends the outstanding requests, appending one sample line per answer.
+- :func:`score_run` re-scores a run from its files alone, without any model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verimod import __version__
+from verimod.core.cache import ResponseCache
+from verimod.core.engine import EngineConfig, EngineStats, Outcome, run_requests
+from verimod.core.errors import InputError
+from verimod.core.runs import RunManifest, RunStore, SampleRecord, file_sha256, git_revision, now, slug
+from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
+from verimod.tasks.varm.io import load_references
+from verimod.tasks.varm.parser import PARSER_VERSION
+from verimod.tasks.varm.prompts import DEFAULT_SHOTS, PromptTemplate, load_prompt, select_examples
+from verimod.tasks.varm.schema import VarmReference
+from verimod.tasks.varm.scorer import ItemScore, VarmScorer, VarmScores
+from verimod.tasks.varm.starter import load_starter, starter_path
+
+
+class EvalSettings(BaseModel):
+    """Everything that defines a VARM evaluation run (recorded in its manifest)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = "baseline"
+    setting: str = "zero-shot"
+    shots: int = Field(DEFAULT_SHOTS, ge=0)
+    prompt_template: str | None = None
+    data: str | None = None  # None: the starter set
+    split: str | None = None  # None: every item (the starter set defaults to "test")
+    train: str | None = None  # k-shot examples (None: the starter train split)
+    limit: int | None = Field(None, ge=1)
+    params: GenerationParams = GenerationParams()
+    engine: EngineConfig = EngineConfig()
+    backend_options: BackendOptions = BackendOptions()
+    encoding: str | None = None
+
+
+def _references(settings: EvalSettings) -> tuple[list[VarmReference], dict[str, Any]]:
+    data: dict[str, Any]
+    if settings.data is None:
+        split = settings.split or "test"
+        references = load_starter(split)
+        data = {"path": f"<starter:{split}>", "sha256": file_sha256(starter_path()), "split": split}
+    else:
+        references = load_references(settings.data, settings.encoding)
+        if settings.split is not None:
+            references = [r for r in references if r.split == settings.split]
+            if not references:
+                raise InputError.at(settings.data, None, "split", f"no items with split {settings.split!r}")
+        data = {
+            "path": str(Path(settings.data).resolve()),
+            "sha256": file_sha256(settings.data),
+            "split": settings.split,
+        }
+    if settings.limit is not None:
+        references = references[: settings.limit]
+    data["n"] = len(references)
+    data["train"] = None if settings.train is None else str(Path(settings.train).resolve())
+    return references, data
+
+
+def _examples(settings: EvalSettings, references: Sequence[VarmReference]) -> list[VarmReference]:
+    if settings.setting != "k-shot" or settings.shots == 0:
+        return []
+    train = load_starter("train") if settings.train is None else load_references(settings.train, settings.encoding)
+    examples = select_examples(train, settings.shots, seed=settings.engine.seed, exclude=references)
+    if len(examples) < settings.shots:
+        where = settings.train or "the starter train split"
+        raise InputError.at(
+            where, None, "cot", f"k-shot needs {settings.shots} examples with a rationale, found {len(examples)}"
+        )
+    return examples
+
+
+def prompt_hash(request: ModelRequest) -> str:
+    """sha256 (16 hex digits) of a request's messages."""
+    payload = json.dumps([m.model_dump() for m in request.messages], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def build_requests(
+    references: Sequence[VarmReference],
+    template: PromptTemplate,
+    examples: Sequence[VarmReference],
+    params: GenerationParams,
+) -> list[ModelRequest]:
+    """One request per reference item (repeat 0)."""
+    return [
+        ModelRequest(sample_id=r.id, messages=template.render(r, examples), params=params, input_text=r.text)
+        for r in references
+    ]
+
+
+def _run_id(root: Path, settings: EvalSettings) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    base = f"{stamp}-{slug(settings.model.split('/')[-1])}-{settings.setting}"
+    candidate, n = base, 1
+    while (root / candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A new run's inputs, checked before any model is loaded."""
+
+    references: list[VarmReference]
+    data: dict[str, Any]
+    template: PromptTemplate
+    examples: list[VarmReference]
+    requests: list[ModelRequest]
+
+
+def prepare_run(settings: EvalSettings) -> PreparedRun:
+    """Read the data, the prompt template and the k-shot examples; build the requests.
+
+    Raises :class:`InputError` for bad data or options, before anything is created."""
+    references, data = _references(settings)
+    template = load_prompt(settings.setting, settings.prompt_template)
+    examples = _examples(settings, references)
+    requests = build_requests(references, template, examples, settings.params)
+    return PreparedRun(references, data, template, examples, requests)
+
+
+def start_run(settings: EvalSettings, prepared: PreparedRun, backend: ModelBackend, runs_root: str | Path) -> RunStore:
+    """Create the run directory of a prepared run."""
+    root = Path(runs_root)
+    root.mkdir(parents=True, exist_ok=True)
+    template = prepared.template
+    manifest = RunManifest(
+        run_id=_run_id(root, settings),
+        model=settings.model,
+        backend=backend.identity(),
+        setting=settings.setting,
+        prompt={"version": template.version, "sha256": template.sha256, "file": settings.prompt_template},
+        params=settings.params.model_dump(),
+        engine=settings.engine.model_dump(),
+        backend_options=settings.backend_options.model_dump(),
+        data=prepared.data,
+        limit=settings.limit,
+        shots=len(prepared.examples),
+        examples=[e.id for e in prepared.examples],
+        verimod_version=__version__,
+        parser_version=PARSER_VERSION,
+        git_revision=git_revision(Path(__file__).parent),
+    )
+    manifest.counts.total = len(prepared.requests)
+    return RunStore.create(root, manifest, (r.model_dump(exclude_none=True) for r in prepared.references))
+
+
+def settings_of(manifest: RunManifest) -> EvalSettings:
+    """The settings a run was started with."""
+    return EvalSettings(
+        model=manifest.model,
+        setting=manifest.setting,
+        shots=manifest.shots,
+        prompt_template=manifest.prompt.get("file"),
+        limit=manifest.limit,
+        params=GenerationParams.model_validate(manifest.params),
+        engine=EngineConfig.model_validate(manifest.engine),
+        backend_options=BackendOptions.model_validate(manifest.backend_options),
+    )
+
+
+def resume_run(run_dir: str | Path) -> tuple[RunStore, list[ModelRequest], PromptTemplate]:
+    """Reopen a run; return its store, the requests still to send and the prompt template."""
+    store = RunStore.open(run_dir)
+    manifest = store.manifest
+    settings = settings_of(manifest)
+    template = load_prompt(manifest.setting, manifest.prompt.get("file"))
+    if template.sha256 != manifest.prompt.get("sha256"):
+        raise InputError.at(
+            str(run_dir),
+            None,
+            "prompt",
+            f"the prompt template changed since the run started ({manifest.prompt.get('version')} → "
+            f"{template.version}); start a new run",
+        )
+    references = load_references(store.references_path())
+    examples: list[VarmReference] = []
+    if manifest.examples:
+        train_path = manifest.data.get("train")
+        train = load_starter("train") if train_path is None else load_references(train_path)
+        by_id = {r.id: r for r in train}
+        missing = [i for i in manifest.examples if i not in by_id]
+        if missing:
+            raise InputError.at(
+                str(run_dir), None, "examples", f"k-shot examples not found in the train data: {missing[:3]}"
+            )
+        examples = [by_id[i] for i in manifest.examples]
+    requests = build_requests(references, template, examples, settings.params)
+    done = {key for key, record in store.samples().items() if record.error is None}
+    outstanding = [r for r in requests if (r.sample_id, r.repeat) not in done]
+    return store, outstanding, template
+
+
+def _record(outcome: Outcome) -> SampleRecord:
+    response, error = outcome.response, outcome.error
+    return SampleRecord(
+        id=outcome.request.sample_id,
+        repeat=outcome.request.repeat,
+        prompt_hash=prompt_hash(outcome.request),
+        output=None if response is None else response.text,
+        label_probs=None if response is None else response.label_probs,
+        error=None if error is None else str(error),
+        error_kind=None if error is None else error.kind,
+        latency_s=round(outcome.latency_s, 6),
+        prompt_tokens=None if response is None else response.prompt_tokens,
+        completion_tokens=None if response is None else response.completion_tokens,
+        cache_hit=outcome.cache_hit,
+        attempts=outcome.attempts,
+    )
+
+
+async def execute(
+    store: RunStore,
+    backend: ModelBackend,
+    requests: Sequence[ModelRequest],
+    template: PromptTemplate,
+    cache: ResponseCache | None,
+    on_progress: Callable[[Outcome], None] | None = None,
+) -> EngineStats:
+    """Send ``requests``; every outcome is appended to the run's samples as it arrives."""
+    manifest = store.manifest
+    manifest.status = "running"
+    store.save_manifest()
+
+    def on_outcome(outcome: Outcome) -> None:
+        store.append(_record(outcome))
+        if on_progress is not None:
+            on_progress(outcome)
+
+    try:
+        return await run_requests(
+            backend,
+            requests,
+            on_outcome,
+            EngineConfig.model_validate(manifest.engine),
+            cache,
+            prompt_version=f"{template.version}:{template.sha256}",
+        )
+    finally:
+        store.close()
+
+
+def score_run(store: RunStore) -> tuple[VarmScores, list[ItemScore]]:
+    """Score a run from its files (no model call); writes scores.json and items.jsonl and
+    updates the manifest's counts, status and end time."""
+    references = load_references(store.references_path())
+    samples = store.samples()
+    scorer = VarmScorer()
+    items = []
+    errors = 0
+    for reference in references:
+        record = samples.get((reference.id, 0))
+        if record is not None and record.error is not None:
+            errors += 1
+        items.append(
+            scorer.add(
+                reference.id,
+                reference,
+                None if record is None else record.output,
+                None if record is None else record.error,
+            )
+        )
+    scores = scorer.scores()
+    manifest = store.manifest
+    answered = sum(
+        1 for r in references if (reference_key := (r.id, 0)) in samples and samples[reference_key].error is None
+    )
+    manifest.counts.total = len(references)
+    manifest.counts.done = sum(1 for r in references if (r.id, 0) in samples)
+    manifest.counts.errors = errors
+    manifest.counts.cache_hits = sum(1 for s in samples.values() if s.cache_hit)
+    if manifest.counts.done < len(references):
+        manifest.status = "interrupted"
+    elif answered == 0:
+        manifest.status = "failed"
+    elif errors:
+        manifest.status = "completed_with_errors"
+    else:
+        manifest.status = "completed"
+    manifest.finished_at = now()
+    manifest.parser_version = PARSER_VERSION
+    store.write_results({**scores.model_dump(), "run_id": manifest.run_id}, (i.to_dict() for i in items))
+    store.save_manifest()
+    return scores, items

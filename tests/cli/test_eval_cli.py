@@ -1,0 +1,258 @@
+"""``verimod eval``, ``runs``, ``cache`` and ``score --run`` end to end, against real servers."""
+
+import csv
+import io
+import json
+import re
+
+import pytest
+
+from tests.conftest import write_lines
+from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+from verimod.models.base import GenerationParams
+from verimod.tasks.varm.evaluate import build_requests
+from verimod.tasks.varm.prompts import load_prompt
+from verimod.tasks.varm.starter import load_starter
+
+TEST = load_starter("test")[:24]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def data(tmp_path):
+    return write_lines(tmp_path / "data.jsonl", [r.model_dump(exclude_none=True) for r in TEST])
+
+
+def user_messages(setting="zero-shot"):
+    requests = build_requests(TEST, load_prompt(setting), [], GenerationParams())
+    return {r.sample_id: r.messages[-1].content for r in requests}
+
+
+def answers_by_message(setting="zero-shot"):
+    """The reference rationale as the answer of every item, except every fifth: no anchors."""
+    messages = user_messages(setting)
+    return {messages[r.id]: (r.cot if i % 5 else "这条评论没有问题。") for i, r in enumerate(TEST)}
+
+
+def run_dir_of(stdout):
+    return re.search(r"run directory: (\S+)", stdout.replace("\n", "")).group(1)
+
+
+def test_eval_scripted_writes_a_complete_run(cli, tmp_path, data):
+    outputs = write_lines(tmp_path / "out.jsonl", [{"id": r.id, "output": r.cot} for r in TEST])
+    result = cli(
+        "eval",
+        "--model",
+        f"scripted:{outputs}",
+        "--data",
+        data,
+        "--runs-dir",
+        tmp_path / "runs",
+        "--json",
+        tmp_path / "s.json",
+    )
+    assert result.exit_code == 0, result.stderr
+    run = next((tmp_path / "runs").iterdir())
+    assert {p.name for p in run.iterdir()} == {
+        "manifest.json",
+        "references.jsonl",
+        "samples.jsonl",
+        "scores.json",
+        "items.jsonl",
+    }
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "completed" and manifest["counts"]["done"] == len(TEST)
+    assert manifest["prompt"]["version"] == "varm-prompts/1" and len(manifest["data"]["sha256"]) == 64
+    assert manifest["parser_version"] and manifest["verimod_version"] and manifest["finished_at"]
+    scores = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert scores["jrem"] == 1.0 and scores["n"] == len(TEST)
+    rescored = cli("score", "--run", run, "--json", "-")
+    assert json.loads(rescored.stdout) == scores
+    direct = cli("score", outputs, "--ref", data, "--json", "-")
+    assert json.loads(direct.stdout) == scores
+
+
+def test_eval_against_a_real_server_with_faults(cli, tmp_path, data):
+    answers = answers_by_message()
+    faults = {m: ["429"] for m in list(answers)[:3]} | {list(answers)[5]: ["500", "malformed"]}
+    behaviour = FakeOpenAI(answers=answers, faults=faults)
+    with FakeOpenAIServer(behaviour) as server:
+        result = cli(
+            "eval",
+            "--model",
+            "openai:fake-model",
+            "--base-url",
+            server.base_url,
+            "--data",
+            data,
+            "--runs-dir",
+            tmp_path / "runs",
+            "--json",
+            "-",
+            "--quiet",
+        )
+    assert result.exit_code == 0, result.stderr
+    scores = json.loads(result.stdout)
+    expected_parse = sum(1 for i in range(len(TEST)) if i % 5) / len(TEST)
+    assert scores["parse_rate"] == pytest.approx(expected_parse) and scores["jrem"] == pytest.approx(expected_parse)
+    run = next((tmp_path / "runs").iterdir())
+    lines = [json.loads(x) for x in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(x["id"] for x in lines) == sorted(r.id for r in TEST)  # zero lost, zero duplicated
+    assert max(x["attempts"] for x in lines) == 3
+    assert behaviour.models == {"fake-model"}
+
+
+def test_cache_is_reused_and_can_be_bypassed_and_cleared(cli, tmp_path, data):
+    behaviour = FakeOpenAI(answers=answers_by_message())
+    with FakeOpenAIServer(behaviour) as server:
+        common = [
+            "eval",
+            "--model",
+            "openai:m",
+            "--base-url",
+            server.base_url,
+            "--data",
+            data,
+            "--quiet",
+            "--runs-dir",
+            tmp_path / "runs",
+        ]
+        assert cli(*common).exit_code == 0
+        assert sum(behaviour.hits.values()) == len(TEST)
+        assert cli(*common).exit_code == 0
+        assert sum(behaviour.hits.values()) == len(TEST)  # all from the cache
+        assert cli(*common, "--temperature", "0.5").exit_code == 0
+        assert sum(behaviour.hits.values()) == 2 * len(TEST)  # other parameters: not cached
+        assert cli(*common, "--no-cache").exit_code == 0
+        assert sum(behaviour.hits.values()) == 3 * len(TEST)
+    runs = sorted((tmp_path / "runs").iterdir())
+    second = [json.loads(x) for x in (runs[1] / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(x["cache_hit"] for x in second)
+    info = json.loads(cli("cache", "info", "--json").stdout)
+    assert info["entries"] == 2 * len(TEST)
+    assert "deleted 48" in cli("cache", "clear").stdout
+
+
+def test_api_key_never_reaches_run_files_or_output(cli, tmp_path, data, monkeypatch):
+    monkeypatch.setenv("SECRET_KEY_VAR", "sk-do-not-leak-42")
+    behaviour = FakeOpenAI(answers=answers_by_message())
+    with FakeOpenAIServer(behaviour) as server:
+        result = cli(
+            "eval",
+            "--model",
+            "openai:m",
+            "--base-url",
+            server.base_url,
+            "--api-key-env",
+            "SECRET_KEY_VAR",
+            "--data",
+            data,
+            "--runs-dir",
+            tmp_path / "runs",
+        )
+    assert result.exit_code == 0 and "sk-do-not-leak" not in result.stdout + result.stderr
+    assert set(behaviour.authorization) == {"Bearer sk-do-not-leak-42"}
+    for path in (tmp_path / "runs").rglob("*"):
+        if path.is_file():
+            assert b"sk-do-not-leak" not in path.read_bytes(), path
+    for path in (tmp_path / "cache").rglob("*"):
+        assert b"sk-do-not-leak" not in path.read_bytes(), path
+
+
+def test_unreachable_server_fails_clearly_and_the_run_resumes(cli, tmp_path, data):
+    dead = "http://127.0.0.1:9/v1"
+    result = cli(
+        "eval",
+        "--model",
+        "openai:m",
+        "--base-url",
+        dead,
+        "--data",
+        data,
+        "--runs-dir",
+        tmp_path / "runs",
+        "--retries",
+        "1",
+        "--quiet",
+    )
+    assert result.exit_code == 1
+    assert "every sample failed" in result.stderr and "--resume" in result.stderr
+    run = next((tmp_path / "runs").iterdir())
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["status"] == "failed"
+    behaviour = FakeOpenAI(answers=answers_by_message())
+    with FakeOpenAIServer(behaviour) as server:
+        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+        manifest["backend_options"]["base_urls"] = [server.base_url]  # the server moved
+        (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        resumed = cli("eval", "--resume", run, "--quiet", "--json", "-")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["n_model_errors"] == 0
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["status"] == "completed"
+    assert sum(behaviour.hits.values()) == len(TEST)
+
+
+def test_runs_list_show_compare_formats(cli, tmp_path, data):
+    outputs = write_lines(tmp_path / "out.jsonl", [{"id": r.id, "output": r.cot} for r in TEST])
+    for setting in ("zero-shot", "taxonomy"):
+        assert (
+            cli(
+                "eval",
+                "--model",
+                f"scripted:{outputs}",
+                "--data",
+                data,
+                "--setting",
+                setting,
+                "--runs-dir",
+                tmp_path / "runs",
+                "--quiet",
+            ).exit_code
+            == 0
+        )
+    runs = sorted((tmp_path / "runs").iterdir())
+    listed = cli("runs", "list", "--runs-dir", tmp_path / "runs", "--format", "csv")
+    rows = list(csv.reader(io.StringIO(listed.stdout)))
+    assert rows[0][:5] == ["Run", "Model", "Setting", "N", "Label"] and len(rows) == 3
+    assert {r[2] for r in rows[1:]} == {"zero-shot", "taxonomy"} and all(
+        r[rows[0].index("JREM")] == "100.00" for r in rows[1:]
+    )
+    as_json = json.loads(cli("runs", "compare", *runs, "--format", "json").stdout)
+    assert [r["jrem"] for r in as_json] == [1.0, 1.0]
+    md = cli("runs", "compare", *runs, "--format", "md").stdout
+    assert md.startswith("| Run | Model |") and md.count("\n") == 4
+    latex = cli("runs", "compare", *runs, "--format", "latex").stdout
+    assert "\\begin{tabular}" in latex and "zero-shot" in latex and "scripted:" in latex
+    shown = cli("runs", "show", runs[0])
+    assert shown.exit_code == 0 and "JREM" in shown.stdout and "completed" in shown.stdout
+    assert cli("runs", "list", "--format", "xml").exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "opnai:x"], "did you mean 'openai'"),
+        (["--model", "scripted:/nonexistent.jsonl"], "file not found"),
+        (["--setting", "two-shot"], "unknown prompt setting"),
+        (["--extra-body", "{oops"], "--extra-body"),
+        (["--max-concurrency", "0"], "--max-concurrency"),
+        (["--temperature", "-1"], "--temperature"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line(cli, data, args, message, tmp_path):
+    result = cli("eval", "--data", data, "--runs-dir", tmp_path / "runs", *args)
+    assert result.exit_code == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_data_files_exit_2_naming_the_line(cli, tmp_path):
+    rows = [r.model_dump(exclude_none=True) for r in TEST[:3]]
+    broken = write_lines(tmp_path / "broken.jsonl", [json.dumps(rows[0], ensure_ascii=False), "{not json", rows[1]])
+    result = cli("eval", "--data", broken, "--model", "baseline", "--runs-dir", tmp_path / "runs")
+    assert result.exit_code == 2 and f"{broken}:2: invalid JSON" in result.stderr
+    unknown = write_lines(tmp_path / "unknown.jsonl", [rows[0], {**rows[1], "labl": "x"}])
+    result = cli("eval", "--data", unknown, "--model", "baseline", "--runs-dir", tmp_path / "runs")
+    assert result.exit_code == 2 and f"{unknown}:2: field 'labl': unknown field" in result.stderr
+    assert not (tmp_path / "runs").exists()

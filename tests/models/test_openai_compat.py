@@ -1,0 +1,148 @@
+"""The OpenAI-compatible backend against a real aiohttp server on loopback."""
+
+import asyncio
+import json
+
+import pytest
+
+from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+from verimod.core.engine import EngineConfig, run_requests
+from verimod.models import BackendError, BackendOptions, ChatMessage, GenerationParams, ModelRequest, create_backend
+from verimod.models.base import StructuredOutput
+from verimod.models.openai_compat import _retry_after, parse_completion, request_body
+
+FAST = EngineConfig(max_concurrency=16, max_retries=4, backoff_base_s=0.001, backoff_max_s=0.05, request_timeout_s=0.5)
+
+
+def req(text, sample_id=None, **params):
+    return ModelRequest(
+        sample_id=sample_id or text,
+        messages=(ChatMessage(role="user", content=text),),
+        params=GenerationParams(**params),
+    )
+
+
+def run_all(backend, requests, config=FAST):
+    outcomes = []
+
+    async def go():
+        try:
+            return await run_requests(backend, requests, outcomes.append, config)
+        finally:
+            await backend.aclose()
+
+    stats = asyncio.run(go())
+    return outcomes, stats
+
+
+def test_answers_and_reports_usage():
+    with FakeOpenAIServer(FakeOpenAI(answers={"你好": "回答"})) as server:
+        backend = create_backend("openai:qwen", BackendOptions(base_urls=(server.base_url,)))
+        outcomes, _ = run_all(backend, [req("你好")])
+    response = outcomes[0].response
+    assert response.text == "回答" and response.finish_reason == "stop"
+    assert response.prompt_tokens == 2 and response.completion_tokens == 2 and response.model == "qwen"
+
+
+def test_faults_end_answered_or_recorded_zero_lost_zero_duplicated():
+    texts = [f"样本{i}" for i in range(60)]
+    faults = {
+        texts[0]: ["429", "429"],
+        texts[1]: ["500"],
+        texts[2]: ["503"],
+        texts[3]: ["timeout"],
+        texts[4]: ["drop"],
+        texts[5]: ["malformed"],
+        texts[6]: ["empty"],
+        texts[7]: ["400"],  # client error: final at once
+        texts[8]: ["500"] * 10,  # more failures than retries
+        texts[9]: ["drop", "malformed", "429", "empty"],
+    }
+    behaviour = FakeOpenAI(answers={t: f"答{t}" for t in texts}, faults=faults, timeout_sleep_s=2.0)
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:m", BackendOptions(base_urls=(server.base_url,), request_timeout_s=0.5))
+        outcomes, stats = run_all(backend, [req(t) for t in texts])
+    ids = [o.request.sample_id for o in outcomes]
+    assert sorted(ids) == sorted(texts) and len(ids) == len(set(ids))  # zero lost, zero duplicated
+    by_id = {o.request.sample_id: o for o in outcomes}
+    for t in [*texts[:7], texts[9], *texts[10:]]:
+        assert by_id[t].response.text == f"答{t}", t
+    assert by_id[texts[7]].error.kind == "client" and behaviour.hits[texts[7]] == 1
+    assert by_id[texts[8]].error.kind == "server" and behaviour.hits[texts[8]] == FAST.max_retries + 1
+    assert stats.errors == 2
+    # the server answered nothing twice, except the request the client had given up on (timeout)
+    assert all(behaviour.answered[t] <= 1 for t in texts if t != texts[3])
+
+
+def test_replicas_share_the_load_and_the_key_is_sent_but_never_exposed(monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-secret-123")
+    first, second = FakeOpenAI(default=lambda t: "a"), FakeOpenAI(default=lambda t: "b")
+    with FakeOpenAIServer(first) as one, FakeOpenAIServer(second) as two:
+        backend = create_backend(
+            "openai:m", BackendOptions(base_urls=(one.base_url, two.base_url), api_key_env="MY_KEY")
+        )
+        outcomes, _ = run_all(backend, [req(f"t{i}") for i in range(200)])
+        assert "sk-secret" not in repr(backend) and "sk-secret" not in json.dumps(backend.identity())
+        assert len(outcomes) == 200
+        concurrent = sum(first.hits.values()), sum(second.hits.values())
+        # one at a time, the replicas take turns exactly
+        backend = create_backend(
+            "openai:m", BackendOptions(base_urls=(one.base_url, two.base_url), api_key_env="MY_KEY")
+        )
+        run_all(backend, [req(f"u{i}") for i in range(100)], EngineConfig(max_concurrency=1))
+    assert sum(concurrent) == 200 and min(concurrent) >= 20  # least-busy replica first: both take a share
+    sequential = sum(first.hits.values()) - concurrent[0], sum(second.hits.values()) - concurrent[1]
+    assert sequential == (50, 50)
+    assert set(first.authorization) == {"Bearer sk-secret-123"} == set(second.authorization)
+
+
+def test_missing_key_variable_and_bad_urls_are_clear_errors(monkeypatch):
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    with pytest.raises(BackendError, match="NOPE_KEY"):
+        create_backend("openai:m", BackendOptions(api_key_env="NOPE_KEY"))
+    with pytest.raises(BackendError, match="http"):
+        create_backend("openai:m", BackendOptions(base_urls=("localhost:8000",)))
+    with pytest.raises(BackendError, match="model name"):
+        create_backend("openai:", BackendOptions())
+
+
+def test_unreachable_server_is_a_connection_error():
+    backend = create_backend("openai:m", BackendOptions(base_urls=("http://127.0.0.1:9/v1",)))
+    outcomes, _ = run_all(backend, [req("x")], EngineConfig(max_retries=1, backoff_base_s=0.001))
+    assert outcomes[0].error.kind == "connection" and outcomes[0].attempts == 2
+
+
+def test_request_body_maps_every_parameter():
+    structured = StructuredOutput(json_schema={"type": "object"}, regex="a+")
+    body = request_body(
+        "m",
+        req(
+            "x",
+            temperature=0.3,
+            top_p=0.9,
+            max_tokens=7,
+            seed=3,
+            stop=("。",),
+            structured=structured,
+            extra_body={"top_k": 5, "temperature": 0.1},
+        ),
+    )
+    assert body["messages"] == [{"role": "user", "content": "x"}]
+    assert body["top_p"] == 0.9 and body["max_tokens"] == 7 and body["seed"] == 3 and body["stop"] == ["。"]
+    assert body["response_format"]["json_schema"]["schema"] == {"type": "object"} and body["guided_regex"] == "a+"
+    assert body["top_k"] == 5 and body["temperature"] == 0.1  # extra body wins
+
+
+@pytest.mark.parametrize(
+    "payload", [[], {"choices": []}, {"choices": [{}]}, {"choices": [{"message": {"content": 3}}]}, "x"]
+)
+def test_malformed_completions_are_bad_responses(payload):
+    with pytest.raises(BackendError) as err:
+        parse_completion(payload)
+    assert err.value.kind == "bad_response" and err.value.retryable
+
+
+def test_refusal_field_is_the_text_and_retry_after_forms():
+    assert parse_completion({"choices": [{"message": {"content": None, "refusal": "不能回答"}}]}).text == "不能回答"
+    assert _retry_after("2") == 2.0 and _retry_after(None) is None and _retry_after("soon") is None
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
