@@ -97,10 +97,10 @@ class AdaptiveLimiter:
                 await self._changed.wait()
 
     async def release(self) -> None:
-        """Free a slot."""
+        """Free a slot (and wake one waiter for it)."""
         async with self._changed:
             self._active -= 1
-            self._changed.notify_all()
+            self._changed.notify()
 
     async def success(self) -> None:
         """Count a success; after ``limit`` of them in a row, allow one more request in flight."""
@@ -109,7 +109,7 @@ class AdaptiveLimiter:
             if self._successes >= self.limit and self.limit < self.maximum:
                 self.limit += 1
                 self._successes = 0
-                self._changed.notify_all()
+                self._changed.notify()
 
     async def overload(self, pause_s: float) -> None:
         """Halve the limit and pause new requests for ``pause_s`` seconds."""

@@ -205,11 +205,12 @@ class RunStore:
             latest[(record.id, record.repeat)] = record
         return latest
 
-    def append(self, record: SampleRecord) -> None:
-        """Append one finished sample and flush it to the operating system."""
+    def append(self, record: SampleRecord | dict[str, Any]) -> None:
+        """Append one finished sample (a record, or a dict of its fields) and flush it to the OS."""
         if self._samples_handle is None:
             self._samples_handle = open(self.directory / SAMPLES, "ab")  # noqa: SIM115 - closed in close()
-        self._samples_handle.write(dumps_line(record.model_dump()))
+        row = record.model_dump() if isinstance(record, SampleRecord) else record
+        self._samples_handle.write(dumps_line(row))
         self._samples_handle.flush()
 
     def close(self) -> None:

@@ -27,7 +27,7 @@ from verimod import __version__
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig, EngineStats, Outcome, run_requests
 from verimod.core.errors import InputError
-from verimod.core.runs import RunManifest, RunStore, SampleRecord, file_sha256, git_revision, now, slug
+from verimod.core.runs import RunManifest, RunStore, file_sha256, git_revision, now, slug
 from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.parser import PARSER_VERSION
@@ -216,22 +216,25 @@ def resume_run(run_dir: str | Path) -> tuple[RunStore, list[ModelRequest], Promp
     return store, outstanding, template
 
 
-def _record(outcome: Outcome) -> SampleRecord:
+def _record(outcome: Outcome) -> dict[str, Any]:
+    """The samples.jsonl line of an outcome (the fields of :class:`SampleRecord`, built directly:
+    this runs once per sample on the hot path)."""
     response, error = outcome.response, outcome.error
-    return SampleRecord(
-        id=outcome.request.sample_id,
-        repeat=outcome.request.repeat,
-        prompt_hash=prompt_hash(outcome.request),
-        output=None if response is None else response.text,
-        label_probs=None if response is None else response.label_probs,
-        error=None if error is None else str(error),
-        error_kind=None if error is None else error.kind,
-        latency_s=round(outcome.latency_s, 6),
-        prompt_tokens=None if response is None else response.prompt_tokens,
-        completion_tokens=None if response is None else response.completion_tokens,
-        cache_hit=outcome.cache_hit,
-        attempts=outcome.attempts,
-    )
+    return {
+        "id": outcome.request.sample_id,
+        "repeat": outcome.request.repeat,
+        "prompt_hash": prompt_hash(outcome.request),
+        "output": None if response is None else response.text,
+        "label_probs": None if response is None else response.label_probs,
+        "error": None if error is None else str(error),
+        "error_kind": None if error is None else error.kind,
+        "latency_s": round(outcome.latency_s, 6),
+        "prompt_tokens": None if response is None else response.prompt_tokens,
+        "completion_tokens": None if response is None else response.completion_tokens,
+        "cache_hit": outcome.cache_hit,
+        "attempts": outcome.attempts,
+        "finished_at": now(),
+    }
 
 
 async def execute(
