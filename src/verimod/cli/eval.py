@@ -93,6 +93,37 @@ def _run(
             cache.close()
 
 
+def _transport_overrides(
+    store: RunStore,
+    base_url: list[str] | None,
+    api_key_env: str | None,
+    max_concurrency: int | None,
+    timeout: float | None,
+    retries: int | None,
+) -> EvalSettings:
+    """A resumed run's settings, with the options that cannot change an answer overridden
+    (where the server is, its key, how hard to push it); recorded in the manifest."""
+    manifest = store.manifest
+    engine = manifest.engine | {
+        k: v
+        for k, v in {"max_concurrency": max_concurrency, "request_timeout_s": timeout, "max_retries": retries}.items()
+        if v is not None
+    }
+    options = manifest.backend_options | {
+        k: v
+        for k, v in {
+            "base_urls": tuple(base_url or ()) or None,
+            "api_key_env": api_key_env,
+            "request_timeout_s": timeout,
+        }.items()
+        if v is not None
+    }
+    manifest.engine = EngineConfig.model_validate(engine).model_dump()
+    manifest.backend_options = BackendOptions.model_validate(options).model_dump()
+    store.save_manifest()
+    return settings_of(manifest)
+
+
 def eval_command(
     model: Annotated[
         str,
@@ -121,9 +152,9 @@ def eval_command(
         str | None, typer.Option(help="Structured output: a regular expression (server support needed).")
     ] = None,
     extra_body: Annotated[str | None, typer.Option(help="Extra request-body fields (JSON or @file).")] = None,
-    max_concurrency: Annotated[int, typer.Option(help="Requests in flight at most.")] = 32,
-    timeout: Annotated[float, typer.Option(help="Seconds per request attempt.")] = 120.0,
-    retries: Annotated[int, typer.Option(help="Retries of a failed request.")] = 6,
+    max_concurrency: Annotated[int | None, typer.Option(help="Requests in flight at most [default: 32].")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per request attempt [default: 120].")] = None,
+    retries: Annotated[int | None, typer.Option(help="Retries of a failed request [default: 6].")] = None,
     adapter: Annotated[str | None, typer.Option(help="LoRA adapter directory (hf).")] = None,
     threads: Annotated[int | None, typer.Option(help="CPU threads (gguf).")] = None,
     context_size: Annotated[int | None, typer.Option(help="Context size (gguf).")] = None,
@@ -131,7 +162,13 @@ def eval_command(
     device: Annotated[str | None, typer.Option(help="Device (hf): cpu, cuda, cuda:1 …")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")] = False,
     runs_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("runs"),
-    resume: Annotated[Path | None, typer.Option(help="Complete an interrupted run directory.")] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            help="Complete an interrupted or failed run (--base-url, --api-key-env, --max-concurrency, "
+            "--timeout and --retries may be given anew; nothing else changes)."
+        ),
+    ] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
@@ -146,7 +183,7 @@ def eval_command(
     with bad_input_exits():
         if resume is not None:
             store, requests, template = resume_run(resume)
-            settings = settings_of(store.manifest)
+            settings = _transport_overrides(store, base_url, api_key_env, max_concurrency, timeout, retries)
         else:
             try:
                 structured = None
@@ -172,12 +209,14 @@ def eval_command(
                         extra_body=_json_option(extra_body, "--extra-body") or {},
                     ),
                     engine=EngineConfig(
-                        max_concurrency=max_concurrency, max_retries=retries, request_timeout_s=timeout
+                        max_concurrency=32 if max_concurrency is None else max_concurrency,
+                        max_retries=6 if retries is None else retries,
+                        request_timeout_s=120.0 if timeout is None else timeout,
                     ),
                     backend_options=BackendOptions(
                         base_urls=tuple(base_url or ()),
                         api_key_env=api_key_env,
-                        request_timeout_s=timeout,
+                        request_timeout_s=120.0 if timeout is None else timeout,
                         adapter=adapter,
                         threads=threads,
                         context_size=context_size,
