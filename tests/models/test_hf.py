@@ -1,0 +1,217 @@
+"""The ``hf:`` backend: fast checks of specs, options, errors and the shared helpers, and slow
+ones that run the real Qwen2.5-Coder-0.5B-Instruct model de-quantised from its GGUF file
+(see ``local_model.py``), with and without a LoRA adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.models.local_model import hf_dir_or_skip
+from verimod.models import (
+    BackendError,
+    BackendOptions,
+    ChatMessage,
+    GenerationParams,
+    ModelRequest,
+    ModelResponse,
+    StructuredOutput,
+    backends,
+    create_backend,
+)
+from verimod.models._local import check_extra_body, check_options, sha256_tree, truncate_at_stop
+from verimod.models.hf import HfBackend, _local_path, dtype_keyword
+
+SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
+COMMENTS = (
+    "评论：小县城公务员也就靠个编制，离了编制啥也不是。这条评论是否有害？为什么？",
+    "评论：今天天气真好，我们去公园散步吧。这条评论是否有害？为什么？",
+    "评论：有人说外地人都是骗子，这种说法太偏激了。这条评论是否有害？为什么？",
+)
+
+
+def request(user: str = COMMENTS[0], sample_id: str = "s1", **params: object) -> ModelRequest:
+    """A short Chinese moderation request; keyword arguments set generation parameters."""
+    settings: dict[str, object] = {"max_tokens": 24, "temperature": 0.0, **params}
+    return ModelRequest(
+        sample_id=sample_id,
+        messages=(ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content=user)),
+        params=GenerationParams.model_validate(settings),
+    )
+
+
+def ok(result: ModelResponse | BackendError) -> ModelResponse:
+    assert isinstance(result, ModelResponse), result
+    return result
+
+
+# -- fast: helpers, specs, options, errors -------------------------------------------------
+
+
+def test_truncate_at_stop_cuts_at_the_earliest_stop() -> None:
+    assert truncate_at_stop("有害。理由：贬低\n职业", ["\n", "理由"]) == ("有害。", True)
+    assert truncate_at_stop("无害", ["。"]) == ("无害", False)
+    assert truncate_at_stop("abc", ["", "c"]) == ("ab", True)
+    assert truncate_at_stop("abc", []) == ("abc", False)
+
+
+def test_sha256_tree_sees_content_and_names(tmp_path: Path) -> None:
+    (tmp_path / "adapter_config.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"\x00" * 10)
+    first = sha256_tree(tmp_path)
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"\x00" * 9 + b"\x01")
+    assert sha256_tree(tmp_path) != first and len(first) == 64
+
+
+def test_check_options_and_extra_body() -> None:
+    check_options(BackendOptions(device="cpu", request_timeout_s=5), "hf", {"device"})
+    with pytest.raises(BackendError, match="context_size"):
+        check_options(BackendOptions(context_size=1024), "hf", {"device"})
+    assert check_extra_body({"top_k": 5}, "hf", {"top_k"}) == {"top_k": 5}
+    with pytest.raises(BackendError, match=r"foo; accepted: top_k"):
+        check_extra_body({"foo": 1}, "hf", {"top_k"})
+
+
+def test_prefix_is_registered_and_local_paths_are_told_from_hub_ids(tmp_path: Path) -> None:
+    assert backends.get("hf") is HfBackend
+    assert _local_path("Qwen/Qwen2.5-0.5B-Instruct") is None
+    assert _local_path("./models/qwen") == Path("./models/qwen")
+    assert _local_path(str(tmp_path)) == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (BackendOptions(context_size=2048), "context_size"),
+        (BackendOptions(base_urls=("http://127.0.0.1:1",)), "base_urls"),
+    ],
+)
+def test_options_it_cannot_honour_are_refused(options: BackendOptions, message: str) -> None:
+    with pytest.raises(BackendError, match=message) as caught:
+        create_backend("hf:/does/not/matter", options)
+    assert caught.value.kind == "client"
+
+
+def test_missing_model_folder_and_adapter_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="hf model folder not found"):
+        create_backend(f"hf:{tmp_path / 'nope'}")
+    with pytest.raises(BackendError, match="LoRA adapter folder not found"):
+        create_backend(f"hf:{tmp_path}", BackendOptions(adapter=str(tmp_path / "no-adapter")))
+
+
+def test_missing_packages_say_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(BackendError, match=r"install verimod\[hf\]") as caught:
+        create_backend(f"hf:{tmp_path}")
+    assert caught.value.kind == "client"
+    assert "\n" not in str(caught.value)
+
+
+def test_unknown_hub_id_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch", reason="torch is not installed")
+    pytest.importorskip("transformers", reason="transformers is not installed; pip install -e '.[hf]'")
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(BackendError, match="cannot load model") as caught:
+        create_backend("hf:verimod-tests/no-such-model")
+    assert caught.value.kind == "client"
+    assert "\n" not in str(caught.value)
+
+
+# -- slow: the real model -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model_dir() -> Path:
+    return hf_dir_or_skip()
+
+
+@pytest.fixture(scope="module")
+def backend(model_dir: Path) -> Iterator[HfBackend]:
+    created = create_backend(f"hf:{model_dir}", BackendOptions(threads=2, batch_size=8))
+    assert isinstance(created, HfBackend)
+    yield created
+    asyncio.run(created.aclose())
+
+
+@pytest.mark.slow
+def test_batched_greedy_generation_equals_one_by_one(backend: HfBackend) -> None:
+    requests = [request(text, sample_id=f"s{i}") for i, text in enumerate(COMMENTS)]
+    batched = [ok(r) for r in asyncio.run(backend.generate_batch(requests))]
+    alone = [asyncio.run(backend.generate(r)) for r in requests]
+    assert [r.text for r in batched] == [r.text for r in alone]
+    assert [r.prompt_tokens for r in batched] == [r.prompt_tokens for r in alone]
+    assert [r.completion_tokens for r in batched] == [r.completion_tokens for r in alone]
+    for response in batched:
+        assert response.text and response.text.strip()
+        assert response.prompt_tokens is not None and response.prompt_tokens > 10
+        assert response.completion_tokens is not None and 1 <= response.completion_tokens <= 24
+        assert response.finish_reason in {"stop", "length"}
+
+
+@pytest.mark.slow
+def test_seeded_sampling_is_reproducible(backend: HfBackend) -> None:
+    sampled = request(temperature=0.9, seed=7, max_tokens=12)
+    first = asyncio.run(backend.generate(sampled))
+    second = asyncio.run(backend.generate(sampled))
+    assert first.text and first.text == second.text
+
+
+@pytest.mark.slow
+def test_outputs_are_cut_at_the_first_stop_string(backend: HfBackend) -> None:
+    full = asyncio.run(backend.generate(request())).text or ""
+    candidates = [full[i : i + 2] for i in range(2, len(full) - 2) if full[i : i + 2].strip() == full[i : i + 2]]
+    assert candidates, f"output too short to pick a stop string from: {full!r}"
+    stop = candidates[0]
+    cut = asyncio.run(backend.generate(request(stop=(stop,))))
+    assert cut.text == full[: full.find(stop)]
+    assert cut.finish_reason == "stop"
+
+
+@pytest.mark.slow
+def test_invalid_requests_fail_alone(backend: HfBackend) -> None:
+    structured = request(structured=StructuredOutput(json_schema={"type": "object"}), sample_id="bad")
+    results = asyncio.run(backend.generate_batch([structured, request(max_tokens=4)]))
+    assert isinstance(results[0], BackendError) and results[0].kind == "client"
+    assert ok(results[1]).text
+
+
+@pytest.mark.slow
+def test_identity(backend: HfBackend, model_dir: Path) -> None:
+    identity = backend.identity()
+    assert identity["backend"] == "hf"
+    assert identity["model"] == str(model_dir)
+    assert identity["dtype"] == "float32" and identity["device"] == "cpu"
+    assert identity["adapter"] is None and identity["adapter_sha256"] is None
+
+
+@pytest.mark.slow
+def test_a_fresh_lora_adapter_loads_and_generates(backend: HfBackend, model_dir: Path, tmp_path: Path) -> None:
+    peft = pytest.importorskip("peft", reason="peft is not installed; pip install -e '.[hf]'")
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True, **{dtype_keyword(): torch.float32})
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    adapter_dir = tmp_path / "lora"
+    peft.get_peft_model(base, config).save_pretrained(adapter_dir)
+    del base
+
+    adapted = create_backend(f"hf:{model_dir}", BackendOptions(threads=2, adapter=str(adapter_dir)))
+    try:
+        short = request(max_tokens=8)
+        response = asyncio.run(adapted.generate(short))
+        assert response.text
+        # A fresh LoRA adapter starts with B = 0, so it must not change the greedy output.
+        assert response.text == asyncio.run(backend.generate(short)).text
+        identity = adapted.identity()
+        assert identity["adapter"] == str(adapter_dir)
+        assert isinstance(identity["adapter_sha256"], str) and len(identity["adapter_sha256"]) == 64
+    finally:
+        asyncio.run(adapted.aclose())
