@@ -8,7 +8,7 @@ import typer
 
 from verimod import __version__
 from verimod.cli import eval as eval_cli
-from verimod.cli import runs, varm
+from verimod.cli import runs, train, varm
 
 app = typer.Typer(
     name="verimod",
@@ -39,6 +39,7 @@ def _root(
 
 eval_cli.register(app)
 runs.register(app)
+train.register(app)
 varm.register(app)
 
 
