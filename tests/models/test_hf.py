@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.models.local_model import hf_dir_or_skip
+from tests.models.local_model import assert_cut_at_stop_string, hf_dir_or_skip
 from verimod.models import (
     BackendError,
     BackendOptions,
@@ -165,13 +165,7 @@ def test_seeded_sampling_is_reproducible(backend: HfBackend) -> None:
 
 @pytest.mark.slow
 def test_outputs_are_cut_at_the_first_stop_string(backend: HfBackend) -> None:
-    full = asyncio.run(backend.generate(request())).text or ""
-    candidates = [full[i : i + 2] for i in range(2, len(full) - 2) if full[i : i + 2].strip() == full[i : i + 2]]
-    assert candidates, f"output too short to pick a stop string from: {full!r}"
-    stop = candidates[0]
-    cut = asyncio.run(backend.generate(request(stop=(stop,))))
-    assert cut.text == full[: full.find(stop)]
-    assert cut.finish_reason == "stop"
+    assert_cut_at_stop_string(lambda stop: asyncio.run(backend.generate(request(stop=stop))))
 
 
 @pytest.mark.slow

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -31,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verimod.core.errors import InputError
+from verimod.core.hashing import file_sha256 as file_sha256
 from verimod.data.jsonl import dumps_line, read_jsonl, write_json, write_jsonl
 
 RunStatus = Literal["running", "completed", "completed_with_errors", "failed", "interrupted"]
@@ -44,15 +44,6 @@ ITEMS = "items.jsonl"
 def now() -> str:
     """The current UTC time, ISO 8601 with seconds."""
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def file_sha256(path: str | Path) -> str:
-    """sha256 hex digest of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def git_revision(path: str | Path) -> str | None:

@@ -8,7 +8,7 @@ Contracts:
 * :func:`check_extra_body` accepts only whitelisted sampler keys in ``extra_body``;
 * :class:`SerialRunner` runs blocking model calls in a worker thread, one at a time;
 * :func:`truncate_at_stop` cuts a text at the earliest stop string;
-* :func:`sha256_file` / :func:`sha256_tree` hash files in chunks (never loading them whole).
+* :func:`sha256_tree` hashes the files of a folder in chunks (one file: :func:`verimod.core.hashing.file_sha256`).
 """
 
 from __future__ import annotations
@@ -95,15 +95,6 @@ def truncate_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
     """
     cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
     return (text[:cut], True) if cut >= 0 else (text, False)
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def sha256_tree(folder: Path) -> str:

@@ -27,6 +27,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from verimod.core.hashing import file_sha256
 from verimod.models._local import (
     SerialRunner,
     chat_dicts,
@@ -34,7 +35,6 @@ from verimod.models._local import (
     check_options,
     package_version,
     require_module,
-    sha256_file,
 )
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
 from verimod.models.registry import backends
@@ -100,7 +100,7 @@ class GgufBackend(ModelBackend):
         """Backend, model file name, size, SHA-256 (computed once, on first call), ``n_ctx``
         and the llama-cpp-python version. No directory path enters it."""
         if self._sha256 is None:
-            self._sha256 = sha256_file(self.path)
+            self._sha256 = file_sha256(self.path)
         return {
             "backend": self.prefix,
             "model": self.path.name,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from verimod.core.errors import InputError, shown
-from verimod.core.runs import file_sha256
+from verimod.core.hashing import file_sha256
 from verimod.data.jsonl import read_jsonl
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
 from verimod.models.registry import backends

@@ -27,7 +27,8 @@ from verimod import __version__
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig, EngineStats, Outcome, run_requests
 from verimod.core.errors import InputError
-from verimod.core.runs import RunManifest, RunStore, file_sha256, git_revision, now, slug
+from verimod.core.hashing import file_sha256
+from verimod.core.runs import RunManifest, RunStore, git_revision, now, slug
 from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.parser import PARSER_VERSION
