@@ -98,3 +98,32 @@ def test_version_and_help(cli):
     for command in ("score", "parse", "validate", "demo"):
         result = cli(command, "--help")
         assert result.exit_code == 0 and "Example" in result.stdout
+
+
+def test_validate_requires_complete_records_unless_partial(cli, tmp_path):
+    partial = write_lines(tmp_path / "p.jsonl", [{"id": "a", "text": "一条足够长的评论文本内容。", "label": "harmful"}])
+    result = cli("validate", partial)
+    assert result.exit_code == 2 and f"{partial}:1: field 'target': missing required field" in result.stdout
+    assert cli("validate", partial, "--partial").exit_code == 0
+    broken = write_lines(
+        tmp_path / "b.jsonl", [{"id": "a", "text": "文本", "label": "harmful", "stance": "oppose_attack"}]
+    )
+    result = cli("validate", broken, "--partial")
+    assert result.exit_code == 2 and "field 'stance': breaks the codebook" in result.stdout
+
+
+def test_score_reports_partial_fields(cli, tmp_path):
+    ref = write_lines(
+        tmp_path / "r.jsonl",
+        [
+            {"id": "a", "text": "一条足够长的评论文本内容。", "label": "harmful"},
+            {"id": "b", "text": "另一条足够长的评论文本内容。", "label": "non_harmful", "category": "non_attack"},
+        ],
+    )
+    pred = write_lines(tmp_path / "p.jsonl", [{"id": "a", "output": rationale()}, {"id": "b", "output": rationale()}])
+    result = cli("score", pred, "--ref", ref)
+    assert result.exit_code == 0
+    assert "partial references: label scored on" in result.stdout and "2 / 2" in result.stdout
+    assert "n/a" in result.stdout  # T-F1 has no item to be scored on
+    scores = json.loads(cli("score", pred, "--ref", ref, "--json", "-").stdout)
+    assert scores["fields_scored"]["label"] == 2 and scores["target_char_f1"] is None and scores["jrem"] == 0.5

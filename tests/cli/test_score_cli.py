@@ -95,8 +95,8 @@ BAD_REFERENCES = [
     ("unknown value", reference_row("a", stance="attack"), "field 'stance'", "is not one of"),
     (
         "missing field",
-        {"id": "a", "text": "一条足够长的评论文本内容在这里"},
-        "field 'target'",
+        {"id": "a", "label": "harmful"},
+        "field 'text'",
         "missing required field",
     ),
     ("duplicate id", reference_row("r0"), "field 'id'", "duplicate id 'r0'"),

@@ -19,6 +19,7 @@ from verimod.models.baseline.default import cache_key
 from verimod.models.baseline.model import BaselineModel
 from verimod.models.baseline.training import train_baseline, training_data_sha256
 from verimod.report.tables import MAIN_METRICS, percent
+from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import VarmScores, score_predictions
@@ -75,6 +76,16 @@ def baseline(
     with bad_input_exits():
         references = load_references(data, encoding)
         train = _training_records(references, split, data)
+        partial = [r for r in train if not r.is_complete]
+        if partial:
+            missing = sorted(set(FIELDS) - set(partial[0].present_fields()))
+            raise InputError.at(
+                str(data),
+                None,
+                missing[0],
+                f"the baseline trains on complete records; {len(partial)} are partial "
+                f"(first: id {partial[0].id!r}, missing {', '.join(missing)})",
+            )
         if out is not None and out.exists() and not out.is_dir():
             raise InputError.at(str(out), None, None, "--out must be a folder (a file of that name exists)")
     started = time.perf_counter()

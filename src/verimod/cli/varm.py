@@ -149,6 +149,9 @@ def parse(
 def validate(
     reference: Annotated[Path, typer.Argument(help="Reference JSONL to check.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
+    partial: Annotated[
+        bool, typer.Option("--partial", help="Accept partial references (records missing some of the six fields).")
+    ] = False,
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -158,7 +161,7 @@ def validate(
 
     Example: [bold]verimod validate data/test.jsonl[/bold]
     """
-    count, problems = reference_problems(reference, encoding)
+    count, problems = reference_problems(reference, encoding, require_complete=not partial)
     if as_json:
         report = {
             "file": str(reference),

@@ -40,6 +40,11 @@ def varm_scores_table(scores: VarmScores, title: str = "VARM scores") -> Table:
     table.add_section()
     for group, phi in scores.shapley.items():
         table.add_row(f"Shapley (Parse − JREM): {group}", percent(phi))
+    if any(count < scores.n for count in scores.fields_scored.values()):
+        table.add_section()
+        for field, count in scores.fields_scored.items():
+            table.add_row(f"partial references: {field} scored on", f"{count} / {scores.n}")
+        table.add_row("partial references: JREM over", f"{scores.n_jrem} / {scores.n}")
     if scores.error_classes:
         table.add_section()
         for error, count in scores.error_classes.items():

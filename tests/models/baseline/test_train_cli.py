@@ -77,3 +77,19 @@ def test_bad_input_is_one_line_and_exit_2(run, small_file, tmp_path):
 def test_help_has_an_example(run):
     result = run("train", "baseline", "--help")
     assert result.exit_code == 0 and "Example:" in result.stdout
+
+
+def test_partial_references_are_refused_with_one_line(tmp_path, monkeypatch):
+    import typer
+    from typer.testing import CliRunner
+
+    from verimod.cli import train
+
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    app = typer.Typer()
+    train.register(app)
+    data = tmp_path / "partial.jsonl"
+    data.write_text('{"id": "a", "text": "一条足够长的评论文本内容。", "label": "harmful"}\n', encoding="utf-8")
+    result = CliRunner().invoke(app, ["train", "baseline", "--data", str(data)])
+    assert result.exit_code == 2
+    assert "trains on complete records" in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -22,7 +22,7 @@ def test_load_references_accepts_integer_ids_and_optional_fields(tmp_path):
 @pytest.mark.parametrize(
     ("row", "line", "field", "message"),
     [
-        ({"id": "a", "text": "x"}, 2, "target", "missing required field"),
+        ({"id": "a", "label": "harmful"}, 2, "text", "missing required field"),
         (reference_row("a", label="harmfull"), 2, "label", "did you mean 'harmful'"),
         (reference_row("a", category="occupation"), 2, "category", "is not one of"),
         (reference_row("a", colour="red"), 2, "colour", "unknown field"),

@@ -35,7 +35,10 @@ def test_golden_cases(case):
     scores, items = score_predictions(references, outputs)
     _assert_close(scores.model_dump(), case["expected"])
     assert set(scores.model_dump()) >= REQUIRED_SCORE_KEYS
-    assert sum(scores.shapley.values()) == pytest.approx(scores.parse_rate - scores.jrem, abs=1e-12)
+    # efficiency: the terms sum to Parse − JREM over the items JREM is taken on
+    scored = [item for item, ref in zip(items, references, strict=True) if ref.present_fields()]
+    parse_scored = sum(item.status == "ok" for item in scored) / len(scored)
+    assert sum(scores.shapley.values()) == pytest.approx(parse_scored - scores.jrem, abs=1e-12)
     assert [item.id for item in items] == [r.id for r in references]
 
 
@@ -111,12 +114,15 @@ def _permutation_shapley(v):
 TARGETS = ["河南人", "河南", "东北人", "小县城公务员", "公务员", "女司机", "楼主", "某些人", NO_CLEAR_TARGET]
 
 
-def _random_case(rng):
+def _random_case(rng, drop=0.0):
+    """Random references (each field absent with probability ``drop``) and outputs; ``truth``
+    holds the predicted record of each output that parses (None otherwise)."""
     references, outputs, truth = [], {}, []
     for i in range(rng.randint(1, 120)):
         ref = {f: rng.choice(VOCABULARY[f]) for f in VOCABULARY}
         ref["target"] = rng.choice(TARGETS)
-        references.append(VarmReference(id=f"i{i}", text="随机生成的测试评论文本内容。", **ref))
+        kept = {f: v for f, v in ref.items() if rng.random() >= drop}
+        references.append(VarmReference(id=f"i{i}", text="随机生成的测试评论文本内容。", **kept))
         roll = rng.random()
         if roll < 0.1:
             truth.append(None)  # missing
@@ -132,13 +138,22 @@ def _random_case(rng):
     return references, outputs, truth
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_random_cases_match_independent_computation(seed):
+def _mean_or_none(values):
+    return None if not values else sum(values) / len(values)
+
+
+@pytest.mark.parametrize("drop", [0.0, 0.4])
+@pytest.mark.parametrize("seed", range(20))
+def test_random_cases_match_independent_computation(seed, drop):
+    """Every metric recomputed independently (scikit-learn F1, a separate char-F1, permutation
+    Shapley), for complete references (drop 0) and partial ones (fields absent at random)."""
     rng = random.Random(seed)
-    references, outputs, truth = _random_case(rng)
+    references, outputs, truth = _random_case(rng, drop)
     scores, items = score_predictions(references, outputs)
-    n = len(references)
     refs = [r.model_dump() for r in references]
+
+    def present(field):
+        return [k for k, r in enumerate(refs) if r[field] is not None]
 
     for field, key in [
         ("label", "label_macro_f1"),
@@ -147,52 +162,69 @@ def test_random_cases_match_independent_computation(seed):
         ("target_explicitness", "explicitness_macro_f1"),
         ("stance", "stance_macro_f1"),
     ]:
-        y_true = [r[field] for r in refs]
-        y_pred = ["INVALID" if p is None else p[field] for p in truth]
+        rows = present(field)
+        if not rows:
+            assert getattr(scores, key) is None
+            continue
+        y_true = [refs[k][field] for k in rows]
+        y_pred = ["INVALID" if truth[k] is None else truth[k][field] for k in rows]
         expected = f1_score(y_true, y_pred, labels=sorted(set(y_true)), average="macro", zero_division=0)
         assert getattr(scores, key) == pytest.approx(expected, abs=1e-12), field
 
     tf1 = [
-        0.0 if p is None else _independent_char_f1(p["target"], r["target"]) for p, r in zip(truth, refs, strict=False)
+        None if r["target"] is None else (0.0 if p is None else _independent_char_f1(p["target"], r["target"]))
+        for p, r in zip(truth, refs, strict=True)
     ]
-    assert scores.target_char_f1 == pytest.approx(sum(tf1) / n, abs=1e-12)
+    expected_tf1 = _mean_or_none([t for t in tf1 if t is not None])
+    assert scores.target_char_f1 == (None if expected_tf1 is None else pytest.approx(expected_tf1, abs=1e-12))
 
     def ok(p, r, f, t):
+        if r[f] is None:
+            return None
         return p is not None and (t >= 0.5 if f == "target" else p[f] == r[f])
 
-    correct = [{f: ok(p, r, f, t) for f in FIELDS} for p, r, t in zip(truth, refs, tf1, strict=False)]
-    j = [int(all(c.values())) for c in correct]
+    correct = [{f: ok(p, r, f, t) for f in FIELDS} for p, r, t in zip(truth, refs, tf1, strict=True)]
+    scored = [any(c[f] is not None for f in FIELDS) for c in correct]
     parsed = [p is not None for p in truth]
-    assert scores.parse_rate == pytest.approx(sum(parsed) / n)
-    assert scores.jrem == pytest.approx(sum(j) / n)
+    j = [
+        int(s and p and all(v is not False for v in c.values()))
+        for s, p, c in zip(scored, parsed, correct, strict=True)
+    ]
+    assert scores.parse_rate == pytest.approx(sum(parsed) / len(refs))
+    expected_jrem = _mean_or_none([jj for jj, s in zip(j, scored, strict=True) if s])
+    assert scores.jrem == (None if expected_jrem is None else pytest.approx(expected_jrem))
     assert [item.j for item in items] == j
     for field, name in [("category", "her_c"), ("label", "her_l")]:
-        m = [c[field] for c in correct]
-        expected = None if not any(m) else sum(mi * (1 - ji) for mi, ji in zip(m, j, strict=False)) / sum(m)
+        m = [c[field] is True for c in correct]
+        expected = None if not any(m) else sum(mi * (1 - ji) for mi, ji in zip(m, j, strict=True)) / sum(m)
         assert getattr(scores, name) == (expected if expected is None else pytest.approx(expected))
     for field in FIELDS:
         key = "explicitness" if field == "target_explicitness" else field
-        assert scores.mismatch[key] == pytest.approx(sum(not c[field] for c in correct) / n)
+        expected = _mean_or_none([c[field] is False for c in correct if c[field] is not None])
+        assert scores.mismatch[key] == (None if expected is None else pytest.approx(expected))
+        assert scores.fields_scored[field] == len(present(field))
 
     groups = {
         "referent": ("target", "target_type", "target_explicitness"),
         "stance": ("stance",),
         "decision": ("label", "category"),
     }
+    n_scored = max(sum(scored), 1)
 
     def v(coalition):
         return Fraction(
             sum(
                 1
-                for c, p in zip(correct, parsed, strict=False)
-                if p and all(c[f] for g in coalition for f in groups[g])
+                for c, p, s in zip(correct, parsed, scored, strict=True)
+                if s and p and all(c[f] is not False for g in coalition for f in groups[g])
             ),
-            n,
+            n_scored,
         )
 
     expected_phi = _permutation_shapley(v)
     assert scores.shapley == pytest.approx({g: float(x) for g, x in expected_phi.items()}, abs=1e-12)
-    assert sum(expected_phi.values()) == Fraction(sum(parsed) - sum(j), n)
+    parsed_scored = sum(1 for p, s in zip(parsed, scored, strict=True) if p and s)
+    assert sum(expected_phi.values()) == Fraction(parsed_scored - sum(j), n_scored)
 
 
 def test_scores_are_bit_identical_on_rescoring():

@@ -48,6 +48,11 @@ def train_baseline(
     """Train a baseline model on ``references`` (at least one record; ``ValueError`` if none)."""
     if not references:
         raise ValueError("no training records")
+    partial = [r.id for r in references if not r.is_complete]
+    if partial:
+        raise ValueError(
+            f"the baseline trains on complete records; {len(partial)} reference(s) are partial (first: {partial[0]})"
+        )
     # One BLAS/OpenMP thread: the problems are small, and competing thread pools made lbfgs
     # ten times slower on a 2-core machine; one thread also keeps the arithmetic order fixed.
     with threadpool_limits(limits=1):
@@ -56,7 +61,8 @@ def train_baseline(
 
 def _train(references: Sequence[VarmReference], seed: int, config: BaselineConfig) -> BaselineModel:
     texts = [r.text for r in references]
-    targets = [r.target for r in references]
+    records = [r.record() for r in references]  # complete: checked by train_baseline
+    targets = [r.target for r in records]
     vectorizer = CharNgramVectorizer.fit(
         texts, config.ngram_min, config.ngram_max, config.bounds, config.sublinear_tf, config.min_df, config.quote_view
     )
@@ -79,21 +85,21 @@ def _train(references: Sequence[VarmReference], seed: int, config: BaselineConfi
     for f in DISCRETE_FIELDS:
         columns = space.columns(config.blocks[f])
         if set(config.blocks[f]) == {"text"}:  # text columns only: every record
-            rows, y = text_rows, [getattr(r, f) for r in references]
+            rows, y = text_rows, [getattr(r, f) for r in records]
         else:
-            rows, y = sample_features[:, columns], [getattr(references[k], f) for k in sample]
+            rows, y = sample_features[:, columns], [getattr(records[k], f) for k in sample]
         clf = fit_linear_softmax(f, rows, y, config.c, config.class_weight)
         weights = np.zeros((clf.weights.shape[0], space.n_features))
         weights[:, columns] = clf.weights
         classifiers[f] = LinearSoftmax(f, weights, clf.bias)
     implicit_rows = [
         k
-        for k, r in enumerate(references)
-        if r.target_explicitness == "implicit" and r.target != NO_CLEAR_TARGET and r.target not in r.text
+        for k, r in enumerate(records)
+        if r.target_explicitness == "implicit" and r.target != NO_CLEAR_TARGET and r.target not in texts[k]
     ]
     implicit_map = ImplicitTargetMap(
         sp.csr_matrix(text_rows[implicit_rows]),
-        [references[k].target for k in implicit_rows],
+        [records[k].target for k in implicit_rows],
         config.implicit_threshold,
     )
     return BaselineModel(

@@ -91,20 +91,20 @@ HARD_NEGATIVE_TAGS: Final = frozenset(
 
 
 class RecordLike(Protocol):
-    """Anything with the six record fields as attributes."""
+    """Anything with the six record fields as attributes (None: not annotated)."""
 
     @property
-    def target(self) -> str: ...
+    def target(self) -> str | None: ...
     @property
-    def target_type(self) -> str: ...
+    def target_type(self) -> str | None: ...
     @property
-    def target_explicitness(self) -> str: ...
+    def target_explicitness(self) -> str | None: ...
     @property
-    def stance(self) -> str: ...
+    def stance(self) -> str | None: ...
     @property
-    def label(self) -> str: ...
+    def label(self) -> str | None: ...
     @property
-    def category(self) -> str: ...
+    def category(self) -> str | None: ...
 
 
 CONSTRAINTS: Final = {
@@ -116,16 +116,18 @@ CONSTRAINTS: Final = {
 }
 
 
-def codebook_violations_of(values: Sequence[str]) -> tuple[str, ...]:
+def codebook_violations_of(values: Sequence[str | None]) -> tuple[str, ...]:
     """Names of the codebook constraints (keys of :data:`CONSTRAINTS`) broken by the six field
-    values given in :data:`FIELDS` order."""
+    values given in :data:`FIELDS` order. A constraint is checked only between fields that are
+    present (not None), so partial records break nothing they do not state."""
     target, target_type, explicitness, stance, label, category = values
     broken: list[str] = []
-    if (label == "non_harmful") != (category == "non_attack"):
+    if label is not None and category is not None and (label == "non_harmful") != (category == "non_attack"):
         broken.append("label_category")
-    if not (target == NO_CLEAR_TARGET) == (target_type == NO_CLEAR_TARGET) == (explicitness == NO_CLEAR_TARGET):
+    stated = [v == NO_CLEAR_TARGET for v in (target, target_type, explicitness) if v is not None]
+    if len(set(stated)) > 1:
         broken.append("no_clear_target")
-    if label == "harmful" and stance != "attack_or_endorse":
+    if label == "harmful" and stance is not None and stance != "attack_or_endorse":
         broken.append("harmful_stance")
     return tuple(broken)
 

@@ -18,7 +18,7 @@ from typing import Final
 from verimod.core.errors import did_you_mean
 from verimod.tasks.varm.codebook import FIELDS, NO_CLEAR_TARGET, VOCABULARY
 from verimod.tasks.varm.parser import Anchor, parse_rationale
-from verimod.tasks.varm.schema import VarmReference
+from verimod.tasks.varm.schema import VarmRecord, VarmReference
 
 HARMFUL_CATEGORIES: Final = tuple(c for c in VOCABULARY["category"] if c != "non_attack")
 NON_ATTACK_STANCES: Final = ("oppose_attack", "quote_or_report", "neutral_mention")
@@ -29,6 +29,7 @@ class Sample:
     """What a corruption works on: the reference, its canonical rationale and anchors."""
 
     reference: VarmReference
+    record: VarmRecord
     cot: str
     anchors: dict[str, Anchor]
     rng: random.Random
@@ -81,13 +82,13 @@ def _keep(s: Sample) -> str | None:
 
 @corruption("wrong_target", 8)
 def _wrong_target(s: Sample) -> str | None:
-    pool = [t for t in s.other_targets if t != s.reference.target] or ["评论区的人"]
+    pool = [t for t in s.other_targets if t != s.record.target] or ["评论区的人"]
     return s.replace(target=s.rng.choice(pool))
 
 
 @corruption("partial_target", 6)
 def _partial_target(s: Sample) -> str | None:
-    target = s.reference.target
+    target = s.record.target
     if target == NO_CLEAR_TARGET or len(target) < 2:
         return s.replace(target="作者本人")
     return s.replace(target=target[: len(target) // 2])
@@ -96,7 +97,7 @@ def _partial_target(s: Sample) -> str | None:
 @corruption("flip_label", 8)
 def _flip_label(s: Sample) -> str | None:
     """Quoted or opposed abuse read as an attack, or an attack missed."""
-    if s.reference.label == "harmful":
+    if s.record.label == "harmful":
         return s.replace(label="non_harmful", category="non_attack")
     return s.replace(stance="attack_or_endorse", label="harmful", category=s.rng.choice(HARMFUL_CATEGORIES))
 
@@ -104,34 +105,34 @@ def _flip_label(s: Sample) -> str | None:
 @corruption("wrong_category", 6)
 def _wrong_category(s: Sample) -> str | None:
     """Right label, wrong basis (a hidden record error when the label is harmful)."""
-    if s.reference.label == "harmful":
-        return s.replace(category=s.rng.choice([c for c in HARMFUL_CATEGORIES if c != s.reference.category]))
+    if s.record.label == "harmful":
+        return s.replace(category=s.rng.choice([c for c in HARMFUL_CATEGORIES if c != s.record.category]))
     return s.replace(label="harmful", category=s.rng.choice(HARMFUL_CATEGORIES))
 
 
 @corruption("wrong_stance", 5)
 def _wrong_stance(s: Sample) -> str | None:
-    if s.reference.label == "harmful":
+    if s.record.label == "harmful":
         return s.replace(stance=s.rng.choice(NON_ATTACK_STANCES), label="non_harmful", category="non_attack")
-    return s.replace(stance=s.rng.choice([v for v in VOCABULARY["stance"] if v != s.reference.stance]))
+    return s.replace(stance=s.rng.choice([v for v in VOCABULARY["stance"] if v != s.record.stance]))
 
 
 @corruption("wrong_explicitness", 4)
 def _wrong_explicitness(s: Sample) -> str | None:
-    flipped = {"explicit": "implicit", "implicit": "explicit"}.get(s.reference.target_explicitness, "explicit")
+    flipped = {"explicit": "implicit", "implicit": "explicit"}.get(s.record.target_explicitness, "explicit")
     return s.replace(target_explicitness=flipped)
 
 
 @corruption("wrong_type", 3)
 def _wrong_type(s: Sample) -> str | None:
-    return s.replace(target_type={"single": "group", "group": "single"}.get(s.reference.target_type, "group"))
+    return s.replace(target_type={"single": "group", "group": "single"}.get(s.record.target_type, "group"))
 
 
 @corruption("lenient_format", 6)
 def _lenient_format(s: Sample) -> str | None:
     """Full-width brackets, a full-width colon and value aliases: parses, fails Format."""
-    label = {"harmful": "Harmful", "non_harmful": "non-harmful"}[s.reference.label]
-    text = s.replace(stance=s.reference.stance.replace("_", " "), label=label)
+    label = {"harmful": "Harmful", "non_harmful": "non-harmful"}[s.record.label]
+    text = s.replace(stance=s.record.stance.replace("_", " "), label=label)
     text = text.replace("[", "【", 1).replace("]", "】", 1)
     return text.replace("[C: ", "[C：", 1)
 
@@ -139,7 +140,7 @@ def _lenient_format(s: Sample) -> str | None:
 @corruption("inconsistent", 2)
 def _inconsistent(s: Sample) -> str | None:
     """A record that breaks the codebook (label and category disagree)."""
-    category = "non_attack" if s.reference.label == "harmful" else s.rng.choice(HARMFUL_CATEGORIES)
+    category = "non_attack" if s.record.label == "harmful" else s.rng.choice(HARMFUL_CATEGORIES)
     return s.replace(category=category)
 
 
@@ -170,7 +171,7 @@ def _swap_order(s: Sample) -> str | None:
 
 @corruption("invalid_value", 2)
 def _invalid_value(s: Sample) -> str | None:
-    return s.replace(label={"harmful": "harmfull", "non_harmful": "probably fine"}[s.reference.label])
+    return s.replace(label={"harmful": "harmfull", "non_harmful": "probably fine"}[s.record.label])
 
 
 @corruption("empty", 1)
@@ -188,7 +189,7 @@ def corrupt_rationale(
 ) -> str | None:
     """The reference rationale with corruption ``kind`` applied; None means "no prediction".
 
-    Requires a reference ``cot`` that parses (the starter set's do).
+    Requires a complete reference whose ``cot`` parses (the starter set's do).
     """
     if kind not in CORRUPTIONS:
         raise ValueError(
@@ -200,7 +201,7 @@ def corrupt_rationale(
     if not parsed.ok:
         raise ValueError(f"reference {reference.id}: its rationale does not parse ({parsed.error_class})")
     anchors = {anchor.field: anchor for anchor in parsed.anchors}
-    return CORRUPTIONS[kind](Sample(reference, reference.cot, anchors, rng, other_targets))
+    return CORRUPTIONS[kind](Sample(reference, reference.record(), reference.cot, anchors, rng, other_targets))
 
 
 def demo_outputs(
@@ -213,7 +214,7 @@ def demo_outputs(
     weights = mix or DEFAULT_MIX
     rng = random.Random(seed)
     kinds = list(weights)
-    targets = sorted({r.target for r in references if r.target != NO_CLEAR_TARGET})
+    targets = sorted({r.target for r in references if r.target is not None and r.target != NO_CLEAR_TARGET})
     outputs: dict[str, str] = {}
     applied: dict[str, str] = {}
     for reference in references:

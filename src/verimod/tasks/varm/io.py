@@ -94,12 +94,21 @@ def _rationale_problems(reference: VarmReference, path: str, line: int) -> list[
     return problems
 
 
-def _item_problems(obj: dict[str, Any], name: str, line: int, first_line: dict[str, int]) -> list[Problem]:
-    """Every problem of one reference object: fields, values, duplicate id, codebook, rationale."""
+def _item_problems(
+    obj: dict[str, Any], name: str, line: int, first_line: dict[str, int], require_complete: bool
+) -> list[Problem]:
+    """Every problem of one reference object: fields, values, duplicate id, completeness,
+    codebook, rationale."""
     reference, problems = _reference_at(obj, name, line, first_line)
     if reference is None:
         return problems
     problems = list(problems)
+    if require_complete:
+        for field in FIELDS:
+            if getattr(reference, field) is None:
+                problems.append(
+                    Problem(name, line, field, "missing required field (--partial accepts partial references)")
+                )
     for constraint in codebook_violations(reference):
         problems.append(
             Problem(name, line, _CONSTRAINT_FIELD[constraint], f"breaks the codebook: {CONSTRAINTS[constraint]}")
@@ -109,10 +118,13 @@ def _item_problems(obj: dict[str, Any], name: str, line: int, first_line: dict[s
     return problems
 
 
-def reference_problems(path: str | Path, encoding: str | None = None) -> tuple[int, list[Problem]]:
+def reference_problems(
+    path: str | Path, encoding: str | None = None, require_complete: bool = True
+) -> tuple[int, list[Problem]]:
     """Check a reference file completely: ``(number of items read, every problem found)``.
 
-    Checks: JSON, required fields, admissible values, duplicate ids, codebook constraints and,
+    Checks: JSON, required fields (all six record fields unless ``require_complete`` is False),
+    admissible values, duplicate ids, codebook constraints (between the fields present) and,
     when ``cot`` is present, that it passes Format and its anchors equal the record's fields.
     Bad encoding or an unreadable file still raises :class:`InputError` (nothing can be read).
     """
@@ -126,7 +138,7 @@ def reference_problems(path: str | Path, encoding: str | None = None) -> tuple[i
                 problems.append(obj.problem)
                 continue
             count += 1
-            problems.extend(_item_problems(obj, name, line, first_line))
+            problems.extend(_item_problems(obj, name, line, first_line, require_complete))
     except InputError as exc:  # unreadable file or encoding: nothing further can be checked
         problems.append(exc.problem)
     if count == 0 and not problems:

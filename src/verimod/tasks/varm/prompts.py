@@ -7,7 +7,7 @@ content enter the response-cache key and the run manifest, so a changed prompt n
 cached answers.
 
 k-shot examples are drawn deterministically from a train split (default: the starter set's):
-references with a rationale, never one whose id or text is in the evaluated data, balanced
+complete references with a rationale, never one whose id or text is in the evaluated data, balanced
 between harmful and non-harmful, harmful ones cycling through the categories, ordered by a
 seeded hash.
 """
@@ -119,12 +119,12 @@ def select_examples(
     excluded_ids = {r.id for r in exclude}
     excluded_texts = {r.text for r in exclude}
     pool = sorted(
-        (r for r in train if r.cot and r.id not in excluded_ids and r.text not in excluded_texts),
+        (r for r in train if r.cot and r.is_complete and r.id not in excluded_ids and r.text not in excluded_texts),
         key=lambda r: _rank(seed, r),
     )
     harmful_by_category: dict[str, list[VarmReference]] = {}
     for r in pool:
-        if r.label == "harmful":
+        if r.label == "harmful" and r.category is not None:
             harmful_by_category.setdefault(r.category, []).append(r)
     harmful: list[VarmReference] = []
     category_order = sorted(harmful_by_category, key=lambda c: hashlib.sha256(f"{seed}:{c}".encode()).hexdigest())

@@ -22,6 +22,15 @@ false positive for no class), has T-F1 = 0 and J = 0. For N reference items:
   v(S) = (1/N)·#{i : output i parses and every field of every group in S is correct} and
   φ_g = Σ_{S ⊆ G∖{g}} |S|!(|G|−|S|−1)!/|G|! · (v(S) − v(S ∪ {g})). The three φ sum exactly to
   Parse − JREM (checked in rational arithmetic).
+
+Partial references (converted public data annotating only some fields) are scored field by
+field: each field's metrics (macro-F1, T-F1, mismatch) are taken over the items whose
+reference carries that field (``fields_scored`` gives the counts; a metric with no such item is
+None); JREM is *partial* — J_i requires the fields present in reference i to be right — over the
+items carrying at least one field (``n_jrem``); HER-C and HER-L condition on items carrying the
+category or label; the Shapley terms decompose Parse − JREM over the same items as JREM, with
+each group judged on its present fields. Parse and Format are over all N. With complete
+references all of this reduces to the definitions above.
 """
 
 from __future__ import annotations
@@ -48,14 +57,17 @@ SHAPLEY_GROUPS: Final = {
     "decision": ("label", "category"),
 }
 _CODES: Final = {field: {v: i for i, v in enumerate(values)} for field, values in VOCABULARY.items()}
-# Bits of the per-item status byte: parsed, format ok, then one "correct" bit per field.
+# Bits of the per-item status word: parsed, format ok, one "correct" bit per field, and one
+# "present in the reference" bit per field.
 _PARSED: Final = 1
 _FORMAT: Final = 2
 _FIELD_BIT: Final = {field: 4 << i for i, field in enumerate(FIELDS)}
-_ALL_FIELDS: Final = sum(_FIELD_BIT.values())
+_PRESENT_BIT: Final = {field: 256 << i for i, field in enumerate(FIELDS)}
 _BIT_LIST: Final = tuple(_FIELD_BIT[f] for f in FIELDS)
+_PRESENT_LIST: Final = tuple(_PRESENT_BIT[f] for f in FIELDS)
 _CODE_LIST: Final = tuple(_CODES[f] for f in DISCRETE_FIELDS)
-_NONE_CORRECT: Final = (False, False, False, False, False, False)
+_ABSENT: Final = -2  # reference code of a field the reference does not carry
+_UNPARSED: Final = -1  # prediction code of an unparseable output
 
 
 class ItemScore(NamedTuple):
@@ -69,8 +81,8 @@ class ItemScore(NamedTuple):
     format_ok: bool
     violations: tuple[str, ...]
     flags: tuple[str, ...]
-    correct: tuple[bool, bool, bool, bool, bool, bool]
-    target_char_f1: float
+    correct: tuple[bool | None, ...]  # None: the reference does not carry the field
+    target_char_f1: float | None
     j: int
     output: str | None
 
@@ -99,19 +111,21 @@ class VarmScores(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     n: int
-    label_macro_f1: float
-    category_macro_f1: float
-    target_char_f1: float
-    target_type_macro_f1: float
-    explicitness_macro_f1: float
-    stance_macro_f1: float
+    label_macro_f1: float | None
+    category_macro_f1: float | None
+    target_char_f1: float | None
+    target_type_macro_f1: float | None
+    explicitness_macro_f1: float | None
+    stance_macro_f1: float | None
     parse_rate: float
     format_rate: float
-    jrem: float
+    jrem: float | None
     her_c: float | None
     her_l: float | None
-    mismatch: dict[str, float]
+    mismatch: dict[str, float | None]
     shapley: dict[str, float]
+    fields_scored: dict[str, int]
+    n_jrem: int
     n_parsed: int
     n_format: int
     n_missing: int
@@ -151,7 +165,7 @@ class VarmScorer:
         return len(self._bits)
 
     def add(self, item_id: str, reference: RecordLike, output: str | None, error: str | None = None) -> ItemScore:
-        """Score one output against its reference record.
+        """Score one output against its reference record (fields may be None: partial).
 
         ``output=None`` means no prediction: status ``missing`` (``missing_prediction``), or
         status ``error`` (``model_error``, with ``error`` as the detail) when the model call
@@ -165,15 +179,19 @@ class VarmScorer:
             reference.label,
             reference.category,
         )
+        present = 0
+        for bit, value in zip(_PRESENT_LIST, ref, strict=True):
+            if value is not None:
+                present |= bit
         for column, codes, value in zip(self._ref, _CODE_LIST, ref[1:], strict=True):
-            column.append(codes[value])
+            column.append(_ABSENT if value is None else codes[value])
         parsed = None if output is None else parse_rationale(output)
         values = None if parsed is None else parsed.values
         if values is None:
             for column in self._pred:
-                column.append(-1)
+                column.append(_UNPARSED)
             self._tf1.append(0.0)
-            self._bits.append(0)
+            self._bits.append(present)
             if parsed is not None:
                 status, error_class, detail = "parse_error", str(parsed.error_class), parsed.detail
             elif error is not None:
@@ -181,28 +199,30 @@ class VarmScorer:
             else:
                 status, error_class, detail = "missing", MISSING_PREDICTION, None
             self._errors[error_class] += 1
-            return ItemScore(item_id, status, error_class, detail, None, False, (), (), _NONE_CORRECT, 0.0, 0, output)
+            wrong = tuple(None if value is None else False for value in ref)
+            tf1_missing = None if ref[0] is None else 0.0
+            return ItemScore(item_id, status, error_class, detail, None, False, (), (), wrong, tf1_missing, 0, output)
         assert parsed is not None
         for column, codes, value in zip(self._pred, _CODE_LIST, values[1:], strict=True):
             column.append(codes[value])
-        tf1 = target_score(values[0], ref[0])
+        tf1 = None if ref[0] is None else target_score(values[0], ref[0])
         correct = (
-            tf1 >= T_F1_THRESHOLD,
-            values[1] == ref[1],
-            values[2] == ref[2],
-            values[3] == ref[3],
-            values[4] == ref[4],
-            values[5] == ref[5],
+            None if tf1 is None else tf1 >= T_F1_THRESHOLD,
+            None if ref[1] is None else values[1] == ref[1],
+            None if ref[2] is None else values[2] == ref[2],
+            None if ref[3] is None else values[3] == ref[3],
+            None if ref[4] is None else values[4] == ref[4],
+            None if ref[5] is None else values[5] == ref[5],
         )
-        bits = _PARSED | (_FORMAT if parsed.format_ok else 0)
+        bits = present | _PARSED | (_FORMAT if parsed.format_ok else 0)
         for bit, ok in zip(_BIT_LIST, correct, strict=True):
             if ok:
                 bits |= bit
-        self._tf1.append(tf1)
+        self._tf1.append(0.0 if tf1 is None else tf1)
         self._bits.append(bits)
         if parsed.violations:
             self._inconsistent += 1
-        j = int(bits & _ALL_FIELDS == _ALL_FIELDS)
+        j = int(present != 0 and all(ok is not False for ok in correct))
         return ItemScore(
             item_id,
             "ok",
@@ -225,57 +245,73 @@ class VarmScorer:
             raise ValueError("no items to score")
         bits = np.frombuffer(self._bits, dtype=np.uint16)
         parsed = (bits & _PARSED) > 0
+        present = {field: (bits & bit) > 0 for field, bit in _PRESENT_BIT.items()}
+        # "right or not asked": a field the reference does not carry cannot make J fail
         correct = {field: (bits & bit) > 0 for field, bit in _FIELD_BIT.items()}
-        j = np.ones(n, dtype=bool)
-        for mask in correct.values():
+        satisfied = {field: correct[field] | ~present[field] for field in FIELDS}
+        scored = np.zeros(n, dtype=bool)
+        for mask in present.values():
+            scored |= mask
+        j = parsed & scored
+        for mask in satisfied.values():
             j &= mask
 
         per_class: dict[str, dict[str, float]] = {}
-        macro: dict[str, float] = {}
+        macro: dict[str, float | None] = {}
         for field, ref_column, pred_column in zip(DISCRETE_FIELDS, self._ref, self._pred, strict=True):
-            y_true = np.frombuffer(ref_column, dtype=np.int8).astype(np.int64)
-            y_pred = np.frombuffer(pred_column, dtype=np.int8).astype(np.int64)
-            present = np.unique(y_true).tolist()
-            f1 = per_class_f1(y_true, y_pred, labels=present)
+            mask = present[field]
+            y_true = np.frombuffer(ref_column, dtype=np.int8).astype(np.int64)[mask]
+            y_pred = np.frombuffer(pred_column, dtype=np.int8).astype(np.int64)[mask]
+            if not mask.any():
+                per_class[field], macro[field] = {}, None
+                continue
+            f1 = per_class_f1(y_true, y_pred, labels=np.unique(y_true).tolist())
             per_class[field] = {VOCABULARY[field][int(code)]: score for code, score in f1.items()}
             macro[field] = float(np.mean(list(f1.values())))
 
-        def her(field: str) -> float | None:
-            conditioned = correct[field]
-            denominator = int(conditioned.sum())
-            return None if denominator == 0 else float((conditioned & ~j).sum() / denominator)
+        def rate(mask: np.ndarray, over: np.ndarray) -> float | None:
+            total = int(over.sum())
+            return None if total == 0 else float((mask & over).sum() / total)
 
-        counts: dict[frozenset[str], int] = {frozenset(): int(parsed.sum())}
+        def her(field: str) -> float | None:
+            return rate(~j, correct[field] & present[field])
+
+        n_jrem = int(scored.sum())
+        counts: dict[frozenset[str], int] = {frozenset(): int((parsed & scored).sum())}
         for size in (1, 2, 3):
             for coalition in _coalitions(size):
-                mask = parsed.copy()
+                mask = parsed & scored
                 for group in coalition:
                     for field in SHAPLEY_GROUPS[group]:
-                        mask &= correct[field]
+                        mask &= satisfied[field]
                 counts[coalition] = int(mask.sum())
-        loss = {s: Fraction(counts[frozenset()] - c, n) for s, c in counts.items()}
-        phi = shapley_values(list(SHAPLEY_GROUPS), lambda s: loss[s], exact=True)
-        parse_minus_jrem = Fraction(int(parsed.sum()) - int(j.sum()), n)
-        if sum(phi.values()) != parse_minus_jrem:
+        denominator = max(n_jrem, 1)
+        loss = {c: Fraction(counts[frozenset()] - k, denominator) for c, k in counts.items()}
+        phi = shapley_values(list(SHAPLEY_GROUPS), lambda c: loss[c], exact=True)
+        if sum(phi.values()) != Fraction(counts[frozenset()] - int(j.sum()), denominator):
             raise AssertionError("Shapley values do not sum to Parse − JREM")
 
+        tf1 = np.frombuffer(self._tf1, dtype=np.float64)
+        target_present = present["target"]
         return VarmScores(
             n=n,
             label_macro_f1=macro["label"],
             category_macro_f1=macro["category"],
-            target_char_f1=float(np.frombuffer(self._tf1, dtype=np.float64).sum() / n),
+            target_char_f1=float(tf1[target_present].mean()) if target_present.any() else None,
             target_type_macro_f1=macro["target_type"],
             explicitness_macro_f1=macro["target_explicitness"],
             stance_macro_f1=macro["stance"],
             parse_rate=float(parsed.sum() / n),
             format_rate=float(((bits & _FORMAT) > 0).sum() / n),
-            jrem=float(j.sum() / n),
+            jrem=rate(j, scored),
             her_c=her("category"),
             her_l=her("label"),
             mismatch={
-                ("explicitness" if f == "target_explicitness" else f): float((~correct[f]).sum() / n) for f in FIELDS
+                ("explicitness" if f == "target_explicitness" else f): rate(~correct[f], present[f]) for f in FIELDS
             },
             shapley={group: float(value) for group, value in phi.items()},
+            fields_scored={f: int(present[f].sum()) for f in FIELDS},
+            n_jrem=n_jrem,
             n_parsed=int(parsed.sum()),
             n_format=int(((bits & _FORMAT) > 0).sum()),
             n_missing=self._errors[MISSING_PREDICTION],
