@@ -127,3 +127,27 @@ def test_score_reports_partial_fields(cli, tmp_path):
     assert "n/a" in result.stdout  # T-F1 has no item to be scored on
     scores = json.loads(cli("score", pred, "--ref", ref, "--json", "-").stdout)
     assert scores["fields_scored"]["label"] == 2 and scores["target_char_f1"] is None and scores["jrem"] == 0.5
+
+
+def test_validate_splits_finds_leakage_drift_and_missing_splits(cli, tmp_path):
+    rows = [
+        reference_row("a", split="train", text="小县城公务员也就靠个编制，离了编制啥也不是。"),
+        reference_row("b", split="test", text="小县城公务员也就靠个编制，离了编制啥也不是！"),
+        reference_row(
+            "c",
+            split="train",
+            text="今天天气很好，我们一起去公园散步吧。",
+            label="non_harmful",
+            category="non_attack",
+            stance="neutral_mention",
+        ),
+        reference_row("d", text="另一条没有划分的评论，内容足够长了。"),
+    ]
+    path = write_lines(tmp_path / "s.jsonl", rows)
+    assert cli("validate", path).exit_code == 0
+    result = cli("validate", path, "--splits")
+    assert result.exit_code == 2
+    assert f"{path}:4: field 'split': missing" in result.stdout
+    assert f"{path}:2: field 'split': near-duplicate (fuzz.ratio" in result.stdout and "of line 1" in result.stdout
+    assert "split 'test': label 'harmful' is 100.0%" in result.stdout
+    assert "near-duplicate" not in cli("validate", path, "--splits", "--threshold", "99.5").stdout

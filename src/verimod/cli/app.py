@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from verimod import __version__
+from verimod.cli import data, runs, train, varm
 from verimod.cli import eval as eval_cli
-from verimod.cli import runs, train, varm
 
 app = typer.Typer(
     name="verimod",
@@ -41,6 +41,7 @@ eval_cli.register(app)
 runs.register(app)
 train.register(app)
 varm.register(app)
+data.register(app)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from verimod.data.jsonl import dumps_line, read_jsonl, read_lines, write_json, w
 from verimod.report.tables import varm_scores_table
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.corrupt import demo_outputs
+from verimod.tasks.varm.dataset_checks import SplitChecks
 from verimod.tasks.varm.evaluate import score_run
 from verimod.tasks.varm.io import load_outputs, load_references, prediction_at, reference_problems
 from verimod.tasks.varm.parser import ParseResult, parse_rationale
@@ -152,16 +153,27 @@ def validate(
     partial: Annotated[
         bool, typer.Option("--partial", help="Accept partial references (records missing some of the six fields).")
     ] = False,
+    splits: Annotated[
+        bool,
+        typer.Option(
+            "--splits",
+            help="Data-set checks: every item split, no near-duplicates across splits, label/category drift per split.",
+        ),
+    ] = False,
+    threshold: Annotated[float, typer.Option(help="Near-duplicate threshold (fuzz.ratio) for --splits.")] = 95.0,
+    max_drift: Annotated[float, typer.Option(help="Largest label/category drift per split, in points.")] = 1.0,
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Check a reference file: fields, values, codebook constraints, duplicate ids, rationales.
+    """Check a reference file: fields, values, codebook constraints, duplicate ids, rationales
+    and, with --splits, split leakage and label/category drift.
 
     Exit code 2 when any problem is found; each is reported as FILE:LINE: field: message.
 
     Example: [bold]verimod validate data/test.jsonl[/bold]
     """
-    count, problems = reference_problems(reference, encoding, require_complete=not partial)
+    checks = SplitChecks(threshold=threshold, max_drift_pp=max_drift) if splits else None
+    count, problems = reference_problems(reference, encoding, require_complete=not partial, splits=checks)
     if as_json:
         report = {
             "file": str(reference),

@@ -61,3 +61,10 @@ def test_load_starter_rejects_unknown_split():
 
     with pytest.raises(ValueError, match="unknown split"):
         load_starter("validation")
+
+
+def test_passes_the_split_checks():
+    from verimod.tasks.varm.dataset_checks import SplitChecks
+
+    _, problems = reference_problems(starter_path(), splits=SplitChecks())
+    assert problems == []

@@ -20,6 +20,7 @@ from verimod.core.errors import InputError, Problem, shown
 from verimod.core.validation import validation_problems
 from verimod.data.jsonl import read_jsonl, scan_jsonl
 from verimod.tasks.varm.codebook import CONSTRAINTS, FIELDS, codebook_violations
+from verimod.tasks.varm.dataset_checks import SplitChecks, split_problems
 from verimod.tasks.varm.parser import parse_rationale
 from verimod.tasks.varm.schema import VarmPrediction, VarmReference
 
@@ -96,12 +97,12 @@ def _rationale_problems(reference: VarmReference, path: str, line: int) -> list[
 
 def _item_problems(
     obj: dict[str, Any], name: str, line: int, first_line: dict[str, int], require_complete: bool
-) -> list[Problem]:
-    """Every problem of one reference object: fields, values, duplicate id, completeness,
-    codebook, rationale."""
+) -> tuple[VarmReference | None, list[Problem]]:
+    """The reference (None if its fields are invalid) and every problem of one reference
+    object: fields, values, duplicate id, completeness, codebook, rationale."""
     reference, problems = _reference_at(obj, name, line, first_line)
     if reference is None:
-        return problems
+        return None, problems
     problems = list(problems)
     if require_complete:
         for field in FIELDS:
@@ -115,20 +116,25 @@ def _item_problems(
         )
     if reference.cot is not None:
         problems.extend(_rationale_problems(reference, name, line))
-    return problems
+    return reference, problems
 
 
 def reference_problems(
-    path: str | Path, encoding: str | None = None, require_complete: bool = True
+    path: str | Path,
+    encoding: str | None = None,
+    require_complete: bool = True,
+    splits: SplitChecks | None = None,
 ) -> tuple[int, list[Problem]]:
     """Check a reference file completely: ``(number of items read, every problem found)``.
 
     Checks: JSON, required fields (all six record fields unless ``require_complete`` is False),
     admissible values, duplicate ids, codebook constraints (between the fields present) and,
     when ``cot`` is present, that it passes Format and its anchors equal the record's fields.
-    Bad encoding or an unreadable file still raises :class:`InputError` (nothing can be read).
+    With ``splits``, the data-set checks of :func:`split_problems` run too (split leakage and
+    label/category drift). Bad encoding or an unreadable file is reported as the last problem.
     """
     name = str(path)
+    valid: list[tuple[int, VarmReference]] = []
     problems: list[Problem] = []
     count = 0
     first_line: dict[str, int] = {}
@@ -138,9 +144,15 @@ def reference_problems(
                 problems.append(obj.problem)
                 continue
             count += 1
-            problems.extend(_item_problems(obj, name, line, first_line, require_complete))
+            reference, found = _item_problems(obj, name, line, first_line, require_complete)
+            problems.extend(found)
+            if reference is not None:
+                valid.append((line, reference))
     except InputError as exc:  # unreadable file or encoding: nothing further can be checked
         problems.append(exc.problem)
+        return count, problems
+    if splits is not None and valid:
+        problems.extend(split_problems(name, valid, splits))
     if count == 0 and not problems:
         problems.append(Problem(name, None, None, "no reference items (the file is empty)"))
     return count, problems

@@ -1,0 +1,439 @@
+"""``verimod data``: data-set construction — normalize, dedup, split, leakage, agree, convert."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.core.errors import InputError, one_line
+from verimod.data.jsonl import write_json, write_jsonl
+from verimod.data.neardup import cross_pairs, deduplicate
+from verimod.data.records import FORMATS, read_records
+from verimod.data.split import split_records, strata_of
+
+data_app = typer.Typer(
+    help="Data-set construction: normalize, dedup, split, leakage, agree, convert.", no_args_is_help=True
+)
+
+TextField = Annotated[str, typer.Option("--text-field", help="The column or key holding the text.")]
+Threshold = Annotated[float, typer.Option(help="Near-duplicate threshold: RapidFuzz fuzz.ratio ≥ this (0–100).")]
+FormatOpt = Annotated[
+    str | None, typer.Option("--format", help=f"Input format ({', '.join(FORMATS)}); default: by name.")
+]
+EncodingOpt = Annotated[
+    str, typer.Option("--encoding", help="Input encoding: auto (UTF-8, UTF-16 or GB18030 detected) or a codec name.")
+]
+OnErrorOpt = Annotated[str, typer.Option("--on-error", help="Malformed rows: fail (exit 2) or skip (counted).")]
+
+
+def load_table(
+    path: Path, fmt: str | None, encoding: str, on_error: str
+) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """Every record of a tabular file (with its line), and how many malformed rows were skipped
+    (each reported on stderr)."""
+    if on_error not in ("fail", "skip"):
+        raise InputError.at("--on-error", None, None, f"choose fail or skip, got {on_error!r}")
+    stream = read_records(path, fmt, None if encoding == "utf-8" else encoding, on_error)  # type: ignore[arg-type]
+    rows = list(stream)
+    for problem in stream.skipped:
+        typer.echo(f"skipped: {one_line(str(problem))}", err=True)
+    return rows, len(stream.skipped)
+
+
+def texts_of(path: Path, rows: Sequence[tuple[int, dict[str, Any]]], field: str) -> list[str]:
+    """The text of every record; a missing or non-string text is an error naming its line."""
+    texts = []
+    for line, row in rows:
+        value = row.get(field)
+        if not isinstance(value, str):
+            what = "missing" if value is None else f"not a string ({type(value).__name__})"
+            raise InputError.at(str(path), line, field, f"{what}; choose the text column with --text-field")
+        texts.append(value)
+    return texts
+
+
+def _emit(report: dict[str, Any], target: str | None) -> None:
+    if target == "-":
+        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    elif target:
+        write_json(target, report)
+
+
+@data_app.command("normalize")
+def normalize(
+    source: Annotated[Path, typer.Argument(help="Input file (CSV, TSV, JSON, JSONL, Parquet).")],
+    out: Annotated[Path, typer.Argument(help="Output: the kept, normalised records (JSONL).")],
+    text_field: TextField = "text",
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="A JSON file of normalisation options (NormalizeConfig).")
+    ] = None,
+    min_length: Annotated[
+        int | None, typer.Option(help="Remove texts shorter than this [default: 15; 0: off].")
+    ] = None,
+    emoji: Annotated[bool | None, typer.Option("--emoji/--keep-emoji", help="Remove emoji [default: keep].")] = None,
+    emoticons: Annotated[
+        bool | None, typer.Option("--emoticons/--keep-emoticons", help="Remove [哈哈]-style emoticons [default: keep].")
+    ] = None,
+    t2s: Annotated[
+        bool | None, typer.Option("--t2s/--no-t2s", help="Traditional → Simplified (OpenCC; verimod[data]).")
+    ] = None,
+    topics: Annotated[str | None, typer.Option(help="#话题#: unwrap (default) | keep | remove.")] = None,
+    punctuation: Annotated[str | None, typer.Option(help="keep (default) | ascii | cjk.")] = None,
+    identifiers: Annotated[
+        bool,
+        typer.Option("--identifiers/--keep-identifiers", help="Replace phones, e-mails, IDs, QQ/WeChat, @handles."),
+    ] = True,
+    spam: Annotated[bool, typer.Option("--spam/--keep-spam", help="Remove advertisements and spam.")] = True,
+    duplicates: Annotated[bool, typer.Option("--dedup/--keep-duplicates", help="Remove exact duplicates.")] = True,
+    keep_original: Annotated[str | None, typer.Option(help="Also keep the original text in this field.")] = None,
+    rejects: Annotated[Path | None, typer.Option(help="Write removed records with their reason (JSONL).")] = None,
+    report_out: Annotated[str | None, typer.Option("--report", help="Write the report as JSON ('-': stdout).")] = None,
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = "auto",
+    on_error: OnErrorOpt = "fail",
+    quiet: QuietOption = False,
+) -> None:
+    """Normalise texts (NFKC keeping Chinese punctuation, markup and URLs out, identifiers to
+    placeholders, whitespace) and remove short, symbol-only, spam and duplicate records —
+    every change and removal counted, removed records kept in --rejects.
+
+    Example: [bold]verimod data normalize raw.csv clean.jsonl --text-field TEXT --rejects rejects.jsonl[/bold]
+    """
+    from verimod.data.normalize import NormalizeConfig, Normalizer
+
+    with bad_input_exits():
+        options: dict[str, Any] = {}
+        if config_file is not None:
+            try:
+                options = json.loads(config_file.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise InputError.at(str(config_file), None, None, f"not a readable JSON file: {exc}") from None
+        flags = {
+            "min_length": min_length,
+            "emoji": emoji,
+            "emoticons": emoticons,
+            "t2s": t2s,
+            "topics": topics,
+            "punctuation": punctuation,
+            "keep_original": keep_original,
+        }
+        options.update({k: v for k, v in flags.items() if v is not None})
+        if not identifiers:
+            options.update(
+                dict.fromkeys(("emails", "id_cards", "phones", "landlines", "qq", "wechat", "mentions"), False)
+            )
+        options["drop_spam"] = options.get("drop_spam", True) and spam
+        options["drop_duplicates"] = options.get("drop_duplicates", True) and duplicates
+        try:
+            config = NormalizeConfig.model_validate(options)
+        except ValueError as exc:
+            raise InputError.at(str(config_file or "options"), None, None, one_line(str(exc))) from None
+        rows, skipped = load_table(source, fmt, encoding, on_error)
+        try:
+            normalizer = Normalizer(config, text_field, str(source))
+        except (ValueError, ImportError) as exc:
+            raise InputError.at("options", None, None, one_line(str(exc))) from None
+        kept, removed = [], []
+        try:
+            for line, row in rows:
+                record, rejected = normalizer.process(row, line)
+                if rejected is None:
+                    kept.append(record)
+                else:
+                    removed.append(
+                        {"line": line, "reason": rejected.reason, "detail": rejected.detail, "record": record}
+                    )
+        except ImportError as exc:  # OpenCC missing: one line, exit 2
+            raise InputError.at("--t2s", None, None, one_line(str(exc))) from None
+        report = normalizer.finish()
+    write_jsonl(out, kept)
+    if rejects is not None:
+        write_jsonl(rejects, removed)
+    _emit({**report.model_dump(mode="json"), "skipped_rows": skipped}, report_out)
+    if not quiet and report_out != "-":
+        for text in report.lines():
+            console.print(text, highlight=False)
+
+
+@data_app.command("dedup")
+def dedup(
+    source: Annotated[Path, typer.Argument(help="Input file (CSV, TSV, JSON, JSONL, Parquet).")],
+    threshold: Threshold = 95.0,
+    text_field: TextField = "text",
+    rule: Annotated[str, typer.Option(help="Which text of a component to keep: first | longest.")] = "first",
+    out: Annotated[Path | None, typer.Option(help="Write the kept records (JSONL).")] = None,
+    pairs_out: Annotated[Path | None, typer.Option("--pairs", help="Write the near-duplicate pairs (JSONL).")] = None,
+    report_out: Annotated[str | None, typer.Option("--report", help="Write the report as JSON ('-': stdout).")] = None,
+    workers: Annotated[int, typer.Option(help="Processes for large inputs.")] = 1,
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = "auto",
+    on_error: OnErrorOpt = "fail",
+    quiet: QuietOption = False,
+) -> None:
+    """Exact near-duplicate join: every pair with fuzz.ratio ≥ threshold (the same pairs as
+    comparing all pairs, computed sub-quadratically), components, and one record kept per
+    component (rule first: the first occurrence; longest: the longest text, ties first).
+
+    Example: [bold]verimod data dedup comments.csv --text-field TEXT --threshold 95 --out kept.jsonl[/bold]
+    """
+    with bad_input_exits():
+        rows, skipped = load_table(source, fmt, encoding, on_error)
+        texts = texts_of(source, rows, text_field)
+        if rule not in ("first", "longest"):
+            raise InputError.at("--rule", None, None, f"choose first or longest, got {rule!r}")
+        result = deduplicate(texts, threshold, rule=rule, workers=workers)  # type: ignore[arg-type]
+    lines = [line for line, _ in rows]
+    if pairs_out is not None:
+        write_jsonl(
+            pairs_out,
+            (
+                {
+                    "line_a": lines[i],
+                    "line_b": lines[j],
+                    "id_a": rows[i][1].get("id"),
+                    "id_b": rows[j][1].get("id"),
+                    "score": round(score, 4),
+                }
+                for i, j, score in result.pairs
+            ),
+        )
+    if out is not None:
+        write_jsonl(out, (row for (_, row), keep in zip(rows, result.keep, strict=True) if keep))
+    report = {**dataclasses.asdict(result.report), "skipped_rows": skipped}
+    _emit(report, report_out)
+    if not quiet and report_out != "-":
+        r = result.report
+        console.print(
+            f"{r.texts} texts ({r.distinct} distinct): {r.pairs} near-duplicate pairs at ≥ {r.threshold:g}, "
+            f"{r.components} components, {r.dropped} dropped (rule {r.rule}); "
+            f"{r.compared:,} comparisons instead of {r.distinct * (r.distinct - 1) // 2:,}; {r.seconds:.2f} s",
+            highlight=False,
+        )
+
+
+@data_app.command("split")
+def split(
+    source: Annotated[Path, typer.Argument(help="Input file (CSV, TSV, JSON, JSONL, Parquet).")],
+    sizes: Annotated[str, typer.Option(help="Split sizes: counts (5600,800,1600) or fractions (0.7,0.1,0.2).")],
+    names: Annotated[str | None, typer.Option(help="Split names (default: train,dev,test / train,test).")] = None,
+    stratify: Annotated[
+        str, typer.Option(help="Fields whose value combinations keep their shares.")
+    ] = "label,category",
+    seed: Annotated[int, typer.Option(help="Seed of the assignment.")] = 0,
+    threshold: Threshold = 95.0,
+    tolerance: Annotated[float, typer.Option(help="Largest stratum drift (points) before it is reported.")] = 1.0,
+    text_field: TextField = "text",
+    out: Annotated[Path | None, typer.Option(help="Write every record with its 'split' (JSONL).")] = None,
+    out_dir: Annotated[Path | None, typer.Option(help="Write one JSONL file per split into this folder.")] = None,
+    report_out: Annotated[str | None, typer.Option("--report", help="Write the report as JSON ('-': stdout).")] = None,
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = "auto",
+    on_error: OnErrorOpt = "fail",
+    quiet: QuietOption = False,
+) -> None:
+    """Leakage-free stratified split: every near-duplicate component in one split, stratum
+    shares kept within the tolerance where feasible, deterministic per seed.
+
+    Example: [bold]verimod data split varm.jsonl --sizes 5600,800,1600 --stratify label,category
+    --seed 13 --out-dir splits/[/bold]
+    --seed 13 --out-dir splits/[/bold]
+    """
+    with bad_input_exits():
+        rows, skipped = load_table(source, fmt, encoding, on_error)
+        texts = texts_of(source, rows, text_field)
+        try:
+            size_list = [float(s) for s in sizes.split(",") if s.strip()]
+        except ValueError:
+            raise InputError.at("--sizes", None, None, f"not a list of numbers: {sizes!r}") from None
+        name_list = (
+            names.split(",")
+            if names
+            else (["train", "test"] if len(size_list) == 2 else ["train", "dev", "test"][: len(size_list)])
+        )
+        if len(name_list) != len(size_list):
+            raise InputError.at("--names", None, None, f"give {len(size_list)} names, one per size")
+        fields = [f for f in stratify.split(",") if f]
+        try:
+            assigned, report = split_records(
+                texts, strata_of([r for _, r in rows], fields), size_list, name_list, seed, threshold, tolerance, fields
+            )
+        except ValueError as exc:
+            raise InputError.at("--sizes", None, None, str(exc)) from None
+    records = [{**row, "split": name} for (_, row), name in zip(rows, assigned, strict=True)]
+    if out is not None:
+        write_jsonl(out, records)
+    if out_dir is not None:
+        for name in name_list:
+            write_jsonl(out_dir / f"{name}.jsonl", (r for r in records if r["split"] == name))
+    payload = {**report.model_dump(), "skipped_rows": skipped}
+    _emit(payload, report_out)
+    if not quiet and report_out != "-":
+        table = Table(title=f"split of {source.name} (seed {seed}, components at ≥ {threshold:g}; % per stratum)")
+        table.add_column("stratum")
+        table.add_column("all", justify="right")
+        for name in name_list:
+            table.add_column(name, justify="right")
+        table.add_row("size", str(report.n), *(f"{report.sizes[n]} / {report.requested[n]}" for n in name_list))
+        for stratum, share in report.overall_pp.items():
+            table.add_row(stratum, f"{share:.1f}", *(f"{report.shares_pp[n][stratum]:.1f}" for n in name_list))
+        console.print(table)
+        for drift in report.unbalanced:
+            console.print(
+                f"could not balance: {drift.split} {drift.stratum}: {drift.share_pp:.1f}% vs "
+                f"{drift.overall_pp:.1f}% ({drift.drift_pp:+.1f} pp)",
+                highlight=False,
+            )
+
+
+@data_app.command("leakage")
+def leakage(
+    first: Annotated[Path, typer.Argument(help="First file, e.g. train.")],
+    second: Annotated[Path, typer.Argument(help="Second file, e.g. test.")],
+    threshold: Threshold = 95.0,
+    text_field: TextField = "text",
+    pairs_out: Annotated[Path | None, typer.Option("--pairs", help="Write the pairs (JSONL).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the pairs as JSON.")] = False,
+    encoding: EncodingOpt = "auto",
+    quiet: QuietOption = False,
+) -> None:
+    """Near-duplicate pairs across two files (exit code 1 when there is any).
+
+    Example: [bold]verimod data leakage train.jsonl test.jsonl --threshold 95[/bold]
+    """
+    with bad_input_exits():
+        rows_a, _ = load_table(first, None, encoding, "fail")
+        rows_b, _ = load_table(second, None, encoding, "fail")
+        pairs = cross_pairs(texts_of(first, rows_a, text_field), texts_of(second, rows_b, text_field), threshold)
+    found = [
+        {
+            "line_a": rows_a[i][0],
+            "line_b": rows_b[j][0],
+            "id_a": rows_a[i][1].get("id"),
+            "id_b": rows_b[j][1].get("id"),
+            "score": round(score, 4),
+        }
+        for i, j, score in pairs
+    ]
+    if pairs_out is not None:
+        write_jsonl(pairs_out, found)
+    if as_json:
+        sys.stdout.write(json.dumps(found, ensure_ascii=False, indent=2) + "\n")
+    elif not quiet:
+        for pair in found[:50]:
+            console.print(
+                f"{first}:{pair['line_a']} ~ {second}:{pair['line_b']}  fuzz.ratio {pair['score']:.1f}", highlight=False
+            )
+        more = " (first 50 shown; --pairs FILE writes all)" if len(found) > 50 else ""
+        console.print(f"{len(found)} near-duplicate pair(s) across the two files at ≥ {threshold:g}{more}")
+    if found:
+        raise typer.Exit(1)
+
+
+@data_app.command("agree")
+def agree(
+    source: Annotated[Path, typer.Argument(help="Annotations JSONL (several annotators per item).")],
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples of items for the 95% CIs (0: none).")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    encoding: Annotated[str | None, typer.Option("--encoding", help="Input encoding (default UTF-8).")] = None,
+) -> None:
+    """Inter-annotator agreement per field: Krippendorff's α, Fleiss' κ, raw agreement (with
+    bootstrap CIs), Cohen's κ per annotator pair, and mean pairwise character-F1 of the target.
+
+    Example: [bold]verimod data agree annotations.jsonl --bootstrap 1000[/bold]
+    """
+    from verimod.tasks.varm.agreement import agreement_report, agreement_table, pairwise_table
+
+    with bad_input_exits():
+        report = agreement_report(source, bootstrap=bootstrap, seed=seed, encoding=encoding)
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    console.print(agreement_table(report))
+    console.print(pairwise_table(report))
+
+
+@data_app.command("convert")
+def convert_command(
+    source: Annotated[Path | None, typer.Argument(help="The public data file to convert.")] = None,
+    out: Annotated[Path | None, typer.Argument(help="Output: VARM references (JSONL).")] = None,
+    adapter: Annotated[
+        str | None,
+        typer.Option("--from", help="cold | swsr | jade | safetybench-zh | hatecheck | varm-bench | generic"),
+    ] = None,
+    column_map: Annotated[
+        str | None,
+        typer.Option(
+            "--map", help="generic/varm-bench column map, e.g. 'text=content; label=toxic:1=harmful,0=non_harmful'"
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None, typer.Option("--set", help="An adapter option KEY=VALUE (repeatable; see --list).")
+    ] = None,
+    encoding: EncodingOpt = "auto",
+    on_error: OnErrorOpt = "fail",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the conversion summary as JSON.")] = False,
+    list_adapters: Annotated[bool, typer.Option("--list", help="List the adapters and their options.")] = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Convert a public data set into VARM references carrying the fields it annotates
+    (partial references; score them with verimod score, check them with validate --partial).
+
+    Example: [bold]verimod data convert --from cold ../data/cold/test.csv cold_test.jsonl[/bold]
+    """
+    from verimod.core.registry import UnknownNameError
+    from verimod.data.adapters import adapter_options, adapters, convert, describe
+
+    if list_adapters:
+        for name in adapters.names():
+            listed = ", ".join(
+                f"{k}={v!r}" for k, v in adapter_options(name).items() if k not in ("encoding", "on_error")
+            )
+            console.print(f"{name}: {describe(name)}\n    options: {listed or '-'}", highlight=False)
+        return
+    with bad_input_exits():
+        if adapter is None or source is None or out is None:
+            raise InputError.at(
+                "convert", None, None, "give --from NAME, the input file and the output file (or --list)"
+            )
+        options: dict[str, Any] = {"encoding": None if encoding == "utf-8" else encoding, "on_error": on_error}
+        if column_map is not None:
+            options["column_map"] = column_map
+        for item in settings or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise InputError.at("--set", None, None, f"expected KEY=VALUE, got {item!r}")
+            options[key.strip().replace("-", "_")] = value
+        try:
+            result = convert(adapter, source, **options)
+        except UnknownNameError as exc:
+            raise InputError.at("--from", None, None, str(exc)) from None
+    write_jsonl(out, (r.model_dump(mode="json", exclude_none=True) for r in result.references))
+    summary = result.summary()
+    if as_json:
+        sys.stdout.write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+        return
+    if quiet:
+        return
+    console.print(
+        f"{source} → {out}: read {summary['read']}, converted {summary['converted']} (encoding {summary['encoding']})",
+        highlight=False,
+    )
+    for reason, count in summary["skipped"].items():
+        console.print(f"  skipped {count}: {reason}", highlight=False)
+    console.print("  fields: " + ", ".join(f"{f} {n}" for f, n in summary["fields"].items()), highlight=False)
+    for note in summary["notes"]:
+        console.print(f"  note: {one_line(note)}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``data`` group to the root application."""
+    app.add_typer(data_app, name="data", rich_help_panel="Build data sets")
