@@ -84,3 +84,15 @@ def test_failed_write_leaves_no_partial_file(tmp_path):
     with pytest.raises(RuntimeError):
         write_jsonl(path, rows())
     assert not path.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_auto_encoding_detects_gb18030_utf16_and_utf8(tmp_path):
+    rows = [{"id": "a", "text": "违规回答的文本"}]
+    for encoding in ("gb18030", "utf-16", "utf-8-sig", "utf-8"):
+        path = tmp_path / f"{encoding}.jsonl"
+        path.write_bytes((json.dumps(rows[0], ensure_ascii=False) + "\n").encode(encoding))
+        assert [obj for _, obj in read_jsonl(path, encoding="auto")] == rows, encoding
+    garbage = tmp_path / "g.jsonl"
+    garbage.write_bytes(b'{"id": "\x80\x80"}\n')  # neither valid UTF-8 nor GB18030
+    with pytest.raises(InputError, match="neither UTF-8 nor GB18030"):
+        list(read_jsonl(garbage, encoding="auto"))

@@ -23,7 +23,9 @@ err_console = Console(stderr=True, highlight=False)
 
 EncodingOption = Annotated[
     str | None,
-    typer.Option("--encoding", help="Input encoding (default: UTF-8 with or without BOM), e.g. gb18030."),
+    typer.Option(
+        "--encoding", help="Input encoding (default: UTF-8 with or without BOM): a codec name such as gb18030, or auto."
+    ),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
 

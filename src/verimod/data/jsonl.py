@@ -3,8 +3,9 @@
 Contract of :func:`read_jsonl`:
 - yields ``(line_number, object)`` for every non-blank line, line numbers 1-based;
 - UTF-8 with or without a byte-order mark is read by default; any other encoding must be
-  named (``encoding="gb18030"``); undecodable bytes raise :class:`InputError` naming the line
-  and, when the line decodes as GB18030, suggesting ``--encoding gb18030``;
+  named (``encoding="gb18030"``) or detected (``encoding="auto"``: UTF-8, UTF-16 by its BOM,
+  or GB18030 when the whole file decodes as it); undecodable bytes raise :class:`InputError`
+  naming the line and, when the line decodes as GB18030, suggesting ``--encoding gb18030``;
 - a line that is not a JSON object (broken JSON, NaN/Infinity, an array) raises
   :class:`InputError` naming the line; nothing is skipped except blank lines.
 
@@ -16,6 +17,7 @@ written is valid UTF-8 and reads back to the same strings.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import sys
@@ -59,6 +61,24 @@ def _undecodable(path: str, line: int, raw: bytes, exc: UnicodeDecodeError, enco
     )
 
 
+def detect_encoding(data: bytes) -> str:
+    """``utf-8-sig`` / ``utf-16`` (by BOM), ``utf-8`` or ``gb18030`` (by a strict decode of all the
+    bytes); raises ``UnicodeDecodeError`` from the UTF-8 attempt when neither decodes."""
+    if data.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError as utf8_error:
+        try:
+            data.decode("gb18030")
+            return "gb18030"
+        except UnicodeDecodeError:
+            raise utf8_error from None
+
+
 def _open_binary(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
@@ -80,6 +100,16 @@ def read_lines(path: str | Path, encoding: str | None = None) -> Iterator[tuple[
     name = str(path)
     enc = (encoding or "utf-8").lower()
     stream = _open_binary(name)
+    if enc == "auto":
+        data = stream.read()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+        try:
+            enc = detect_encoding(data)
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise InputError.at(name, line, None, "neither UTF-8 nor GB18030; pass --encoding NAME") from None
+        stream = io.BufferedReader(io.BytesIO(data))  # type: ignore[arg-type]
     try:
         head = stream.peek(4)[:4] if hasattr(stream, "peek") else b""
         if enc in _UTF8_NAMES and head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verimod.core.errors import InputError, Problem
-from verimod.data.jsonl import scan_jsonl
+from verimod.data.jsonl import detect_encoding, scan_jsonl
 
 Format = Literal["csv", "tsv", "json", "jsonl", "parquet"]
 OnError = Literal["fail", "skip"]
@@ -48,24 +48,6 @@ def guess_format(path: str | Path) -> Format:
     raise InputError.at(
         str(path), None, None, f"cannot tell the format from the name; give --format ({', '.join(FORMATS)})"
     )
-
-
-def detect_encoding(data: bytes) -> str:
-    """``utf-8-sig`` / ``utf-16`` (by BOM), ``utf-8`` or ``gb18030`` (by a strict decode of all the
-    bytes); raises ``UnicodeDecodeError`` from the UTF-8 attempt when neither decodes."""
-    if data.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    try:
-        data.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError as utf8_error:
-        try:
-            data.decode("gb18030")
-            return "gb18030"
-        except UnicodeDecodeError:
-            raise utf8_error from None
 
 
 @dataclass
