@@ -269,45 +269,60 @@ async def execute(
         store.close()
 
 
-def score_run(store: RunStore) -> tuple[VarmScores, list[ItemScore]]:
-    """Score a run from its files (no model call); writes scores.json and items.jsonl and
-    updates the manifest's counts, status and end time."""
+@dataclass(frozen=True)
+class ScoredRun:
+    """A run re-scored from its files: its store, references, per-item scores (in reference
+    order) and summary metrics. Nothing is written."""
+
+    store: RunStore
+    references: list[VarmReference]
+    items: list[ItemScore]
+    scores: VarmScores
+    errors: int
+    finished: int
+    answered: int
+
+
+def rescore(store: RunStore) -> ScoredRun:
+    """Score a run's stored outputs with the current parser (no model call, no file written)."""
     references = load_references(store.references_path())
     samples = store.samples()
     scorer = VarmScorer()
     items = []
-    errors = 0
+    errors = finished = 0
     for reference in references:
         record = samples.get((reference.id, 0))
-        if record is not None and record.error is not None:
-            errors += 1
-        items.append(
-            scorer.add(
-                reference.id,
-                reference,
-                None if record is None else record.output,
-                None if record is None else record.error,
-            )
-        )
-    scores = scorer.scores()
+        finished += record is not None
+        errors += record is not None and record.error is not None
+        output = None if record is None else record.output
+        items.append(scorer.add(reference.id, reference, output, None if record is None else record.error))
+    return ScoredRun(store, references, items, scorer.scores(), errors, finished, finished - errors)
+
+
+def load_run(run_dir: str | Path) -> ScoredRun:
+    """Open a run directory and re-score it (see :func:`rescore`)."""
+    return rescore(RunStore.open(run_dir))
+
+
+def score_run(store: RunStore) -> tuple[VarmScores, list[ItemScore]]:
+    """Score a run from its files (no model call); writes scores.json and items.jsonl and
+    updates the manifest's counts, status and end time."""
+    run = rescore(store)
     manifest = store.manifest
-    answered = sum(
-        1 for r in references if (reference_key := (r.id, 0)) in samples and samples[reference_key].error is None
-    )
-    manifest.counts.total = len(references)
-    manifest.counts.done = sum(1 for r in references if (r.id, 0) in samples)
-    manifest.counts.errors = errors
-    manifest.counts.cache_hits = sum(1 for s in samples.values() if s.cache_hit)
-    if manifest.counts.done < len(references):
+    manifest.counts.total = len(run.references)
+    manifest.counts.done = run.finished
+    manifest.counts.errors = run.errors
+    manifest.counts.cache_hits = sum(1 for s in store.samples().values() if s.cache_hit)
+    if run.finished < len(run.references):
         manifest.status = "interrupted"
-    elif answered == 0:
+    elif run.answered == 0:
         manifest.status = "failed"
-    elif errors:
+    elif run.errors:
         manifest.status = "completed_with_errors"
     else:
         manifest.status = "completed"
     manifest.finished_at = now()
     manifest.parser_version = PARSER_VERSION
-    store.write_results({**scores.model_dump(), "run_id": manifest.run_id}, (i.to_dict() for i in items))
+    store.write_results({**run.scores.model_dump(), "run_id": manifest.run_id}, (i.to_dict() for i in run.items))
     store.save_manifest()
-    return scores, items
+    return run.scores, run.items
