@@ -36,7 +36,6 @@ references all of this reduces to the definitions above.
 from __future__ import annotations
 
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Final, NamedTuple
@@ -46,7 +45,7 @@ from pydantic import BaseModel, ConfigDict
 
 from verimod.stats import char_f1, per_class_f1, shapley_values
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, FIELDS, NO_CLEAR_TARGET, VOCABULARY, RecordLike
-from verimod.tasks.varm.parser import PARSER_VERSION, parse_rationale
+from verimod.tasks.varm.parser import PARSER_VERSION, ParseErrorClass, parse_rationale
 
 T_F1_THRESHOLD: Final = 0.5
 MISSING_PREDICTION: Final = "missing_prediction"
@@ -66,6 +65,11 @@ _PRESENT_BIT: Final = {field: 256 << i for i, field in enumerate(FIELDS)}
 _BIT_LIST: Final = tuple(_FIELD_BIT[f] for f in FIELDS)
 _PRESENT_LIST: Final = tuple(_PRESENT_BIT[f] for f in FIELDS)
 _CODE_LIST: Final = tuple(_CODES[f] for f in DISCRETE_FIELDS)
+_INCONSISTENT: Final = 1 << 14  # the parsed record breaks the codebook
+#: Error classes of items without a parsed record, in code order.
+ERROR_CLASSES: Final = (*(str(e) for e in ParseErrorClass), "missing_prediction", "model_error")
+_ERROR_CLASSES: Final = ERROR_CLASSES
+_ERROR_CODE: Final = {name: i for i, name in enumerate(_ERROR_CLASSES)}
 _ABSENT: Final = -2  # reference code of a field the reference does not carry
 _UNPARSED: Final = -1  # prediction code of an unparseable output
 
@@ -158,11 +162,35 @@ class VarmScorer:
         self._pred = [array("b") for _ in DISCRETE_FIELDS]
         self._tf1 = array("d")
         self._bits = array("H")
-        self._errors: Counter[str] = Counter()
-        self._inconsistent = 0
+        self._error = array("b")  # per item: index into _ERROR_CLASSES, or −1 when the output parsed
 
     def __len__(self) -> int:
         return len(self._bits)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Per-item columns (read-only views) for analyses: ``parsed``, ``format_ok``, ``j``, one
+        ``correct_<field>`` and ``present_<field>`` per field, ``ref_<field>`` / ``pred_<field>``
+        codes of the discrete fields (index into :data:`VOCABULARY`; −1 unparsed, −2 absent),
+        ``target_char_f1`` and ``error_code`` (index into :data:`ERROR_CLASSES`, −1: parsed)."""
+        bits = np.frombuffer(self._bits, dtype=np.uint16)
+        out: dict[str, np.ndarray] = {
+            "parsed": (bits & _PARSED) > 0,
+            "format_ok": (bits & _FORMAT) > 0,
+            "target_char_f1": np.frombuffer(self._tf1, dtype=np.float64),
+            "error_code": np.frombuffer(self._error, dtype=np.int8),
+        }
+        j = out["parsed"].copy()
+        scored = np.zeros(len(bits), dtype=bool)
+        for field in FIELDS:
+            out[f"present_{field}"] = (bits & _PRESENT_BIT[field]) > 0
+            out[f"correct_{field}"] = (bits & _FIELD_BIT[field]) > 0
+            j &= out[f"correct_{field}"] | ~out[f"present_{field}"]
+            scored |= out[f"present_{field}"]
+        out["j"] = j & scored
+        for field, ref_column, pred_column in zip(DISCRETE_FIELDS, self._ref, self._pred, strict=True):
+            out[f"ref_{field}"] = np.frombuffer(ref_column, dtype=np.int8)
+            out[f"pred_{field}"] = np.frombuffer(pred_column, dtype=np.int8)
+        return out
 
     def add(self, item_id: str, reference: RecordLike, output: str | None, error: str | None = None) -> ItemScore:
         """Score one output against its reference record (fields may be None: partial).
@@ -198,7 +226,7 @@ class VarmScorer:
                 status, error_class, detail = "error", MODEL_ERROR, error
             else:
                 status, error_class, detail = "missing", MISSING_PREDICTION, None
-            self._errors[error_class] += 1
+            self._error.append(_ERROR_CODE[error_class])
             wrong = tuple(None if value is None else False for value in ref)
             tf1_missing = None if ref[0] is None else 0.0
             return ItemScore(item_id, status, error_class, detail, None, False, (), (), wrong, tf1_missing, 0, output)
@@ -218,10 +246,11 @@ class VarmScorer:
         for bit, ok in zip(_BIT_LIST, correct, strict=True):
             if ok:
                 bits |= bit
+        if parsed.violations:
+            bits |= _INCONSISTENT
         self._tf1.append(0.0 if tf1 is None else tf1)
         self._bits.append(bits)
-        if parsed.violations:
-            self._inconsistent += 1
+        self._error.append(-1)
         j = int(present != 0 and all(ok is not False for ok in correct))
         return ItemScore(
             item_id,
@@ -238,12 +267,17 @@ class VarmScorer:
             output,
         )
 
-    def scores(self) -> VarmScores:
-        """Summary metrics over every item added so far (see the module docstring)."""
-        n = len(self._bits)
+    def scores(self, index: np.ndarray | None = None) -> VarmScores:
+        """Summary metrics over every item added so far (see the module docstring), or over the
+        items selected by ``index`` (positions in order of addition; repeats allowed — this is
+        how bootstrap resamples and per-group breakdowns are scored)."""
+        total = len(self._bits)
+        if index is None:
+            index = np.arange(total)
+        n = len(index)
         if n == 0:
             raise ValueError("no items to score")
-        bits = np.frombuffer(self._bits, dtype=np.uint16)
+        bits = np.frombuffer(self._bits, dtype=np.uint16)[index]
         parsed = (bits & _PARSED) > 0
         present = {field: (bits & bit) > 0 for field, bit in _PRESENT_BIT.items()}
         # "right or not asked": a field the reference does not carry cannot make J fail
@@ -260,8 +294,8 @@ class VarmScorer:
         macro: dict[str, float | None] = {}
         for field, ref_column, pred_column in zip(DISCRETE_FIELDS, self._ref, self._pred, strict=True):
             mask = present[field]
-            y_true = np.frombuffer(ref_column, dtype=np.int8).astype(np.int64)[mask]
-            y_pred = np.frombuffer(pred_column, dtype=np.int8).astype(np.int64)[mask]
+            y_true = np.frombuffer(ref_column, dtype=np.int8)[index].astype(np.int64)[mask]
+            y_pred = np.frombuffer(pred_column, dtype=np.int8)[index].astype(np.int64)[mask]
             if not mask.any():
                 per_class[field], macro[field] = {}, None
                 continue
@@ -291,7 +325,10 @@ class VarmScorer:
         if sum(phi.values()) != Fraction(counts[frozenset()] - int(j.sum()), denominator):
             raise AssertionError("Shapley values do not sum to Parse − JREM")
 
-        tf1 = np.frombuffer(self._tf1, dtype=np.float64)
+        tf1 = np.frombuffer(self._tf1, dtype=np.float64)[index]
+        error_codes = np.frombuffer(self._error, dtype=np.int8)[index]
+        error_counts = np.bincount(error_codes[error_codes >= 0], minlength=len(_ERROR_CLASSES))
+        errors = {name: int(c) for name, c in zip(_ERROR_CLASSES, error_counts, strict=True) if c}
         target_present = present["target"]
         return VarmScores(
             n=n,
@@ -314,10 +351,10 @@ class VarmScorer:
             n_jrem=n_jrem,
             n_parsed=int(parsed.sum()),
             n_format=int(((bits & _FORMAT) > 0).sum()),
-            n_missing=self._errors[MISSING_PREDICTION],
-            n_model_errors=self._errors[MODEL_ERROR],
-            n_inconsistent=self._inconsistent,
-            error_classes=dict(sorted(self._errors.items())),
+            n_missing=errors.get(MISSING_PREDICTION, 0),
+            n_model_errors=errors.get(MODEL_ERROR, 0),
+            n_inconsistent=int(((bits & _INCONSISTENT) > 0).sum()),
+            error_classes=dict(sorted(errors.items())),
             per_class_f1=per_class,
             parser_version=PARSER_VERSION,
         )
