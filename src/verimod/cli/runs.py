@@ -12,10 +12,13 @@ from rich.table import Table
 
 from verimod.cli.common import bad_input_exits, console
 from verimod.core.cache import ResponseCache
+from verimod.core.errors import InputError
 from verimod.core.runs import MANIFEST, RunStore
 from verimod.report.run_table import FORMATS, render_runs
-from verimod.report.tables import varm_scores_table
+from verimod.report.tables import percent, varm_scores_table
+from verimod.tasks.varm.evaluate import load_run
 from verimod.tasks.varm.scorer import VarmScores
+from verimod.tasks.varm.uncertainty import paired_comparison
 
 runs_app = typer.Typer(help="List, show and compare evaluation runs.", no_args_is_help=True)
 cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
@@ -107,14 +110,50 @@ def show_run(
 def compare_runs(
     runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
     fmt: FormatOption = "table",
+    paired: Annotated[
+        bool, typer.Option("--paired", help="Two runs on the same items: paired bootstrap and McNemar's test.")
+    ] = False,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Paired bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
 ) -> None:
-    """Runs side by side, as a Table-1 style table.
+    """Runs side by side, as a Table-1 style table; with --paired, the differences B − A of two
+    runs with paired-bootstrap 95% intervals and p-values, and McNemar's exact test on JREM.
 
-    Example: [bold]verimod runs compare runs/A runs/B --format latex[/bold]
+    Example: [bold]verimod runs compare runs/A runs/B --paired[/bold]
     """
+    if not paired:
+        with bad_input_exits():
+            stores = [RunStore.open(r) for r in runs]
+        _emit([_row(s) for s in stores], fmt)
+        return
     with bad_input_exits():
-        stores = [RunStore.open(r) for r in runs]
-    _emit([_row(s) for s in stores], fmt)
+        if len(runs) != 2:
+            raise InputError.at("--paired", None, None, f"compares exactly two runs, got {len(runs)}")
+        first, second = load_run(runs[0]), load_run(runs[1])
+        if [r.id for r in first.references] != [r.id for r in second.references]:
+            raise InputError.at(
+                str(runs[1]), None, None, "a paired comparison needs the same reference items in both runs"
+            )
+        comparison = paired_comparison(first.references, first.items, second.items, bootstrap, seed)
+    if fmt == "json":
+        sys.stdout.write(comparison.model_dump_json(indent=2) + "\n")
+        return
+    a, b = first.store.manifest, second.store.manifest
+    table = Table(title=f"B − A on {comparison.n} items (%; {bootstrap} paired resamples)")
+    for column in ("metric", "A", "B", "B − A", "95% CI", "p"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for d in comparison.differences:
+        ci = "n/a" if d.low is None else f"{percent(d.low)} – {percent(d.high)}"
+        p = "n/a" if d.p_value is None else (f"< {2 / bootstrap:.3f}" if d.p_value == 0 else f"{d.p_value:.3f}")
+        table.add_row(d.metric, percent(d.a), percent(d.b), percent(d.difference), ci, p)
+    console.print(f"A = {a.run_id} ({a.model}, {a.setting})\nB = {b.run_id} ({b.model}, {b.setting})", highlight=False)
+    console.print(table)
+    m = comparison.mcnemar
+    console.print(
+        f"McNemar (exact) on JREM: both right {m.both}, only A {m.only_a}, only B {m.only_b}, neither {m.neither}; "
+        f"p = {m.p_value:.4g}",
+        highlight=False,
+    )
 
 
 @cache_app.command("info")

@@ -22,9 +22,9 @@ MAIN_METRICS = (
 )
 
 
-def percent(value: float | None) -> str:
-    """``0.1234`` → ``"12.34"``; None → ``"n/a"`` (an undefined ratio)."""
-    return "n/a" if value is None else f"{100 * value:.2f}"
+def percent(value: float | None, digits: int = 2) -> str:
+    """``0.1234`` → ``"12.34"`` (``digits`` decimals); None → ``"n/a"`` (an undefined ratio)."""
+    return "n/a" if value is None else f"{100 * value:.{digits}f}"
 
 
 def varm_scores_table(scores: VarmScores, title: str = "VARM scores") -> Table:

@@ -1,0 +1,67 @@
+"""``verimod diagnose`` and ``runs compare --paired`` on real run directories."""
+
+import json
+
+import pytest
+
+from tests.conftest import write_lines
+from verimod.tasks.varm.corrupt import demo_outputs
+from verimod.tasks.varm.starter import load_starter
+
+TEST = load_starter("test")
+
+
+@pytest.fixture
+def two_runs(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    data = write_lines(tmp_path / "data.jsonl", [r.model_dump(exclude_none=True) for r in TEST])
+    runs = []
+    for seed in (1, 2):
+        outputs, _ = demo_outputs(TEST, seed=seed)
+        answers = write_lines(tmp_path / f"a{seed}.jsonl", [{"id": k, "output": v} for k, v in outputs.items()])
+        assert (
+            cli(
+                "eval", "--model", f"scripted:{answers}", "--data", data, "--runs-dir", tmp_path / "runs", "--quiet"
+            ).exit_code
+            == 0
+        )
+    runs = sorted((tmp_path / "runs").iterdir())
+    return runs
+
+
+def test_intervals(cli, two_runs):
+    result = cli("diagnose", "intervals", two_runs[0], "--bootstrap", "200", "--json")
+    assert result.exit_code == 0
+    found = json.loads(result.stdout)
+    assert found["jrem"]["low"] <= found["jrem"]["estimate"] <= found["jrem"]["high"]
+    assert "shapley.referent" in found and "mismatch.target" in found
+    table = cli("diagnose", "intervals", two_runs[0], "--bootstrap", "50")
+    assert "95% CI" in table.stdout and "jrem" in table.stdout
+
+
+def test_errors(cli, two_runs):
+    report = json.loads(cli("diagnose", "errors", two_runs[0], "--json").stdout)
+    assert report["n"] == len(TEST) and report["hidden_errors"] and report["parse_errors"]
+    assert {m["field"] for m in report["confusion"]} == {
+        "target_type",
+        "target_explicitness",
+        "stance",
+        "label",
+        "category",
+    }
+    text = cli("diagnose", "errors", two_runs[0]).stdout
+    assert "hidden record errors" in text and "confusion: label" in text and "tag: quotation" in text
+
+
+def test_paired_compare(cli, two_runs):
+    result = cli("runs", "compare", *two_runs, "--paired", "--bootstrap", "200", "--format", "json")
+    assert result.exit_code == 0
+    comparison = json.loads(result.stdout)
+    jrem = next(d for d in comparison["differences"] if d["metric"] == "jrem")
+    assert jrem["difference"] == pytest.approx(jrem["b"] - jrem["a"])
+    m = comparison["mcnemar"]
+    assert m["both"] + m["only_a"] + m["only_b"] + m["neither"] == len(TEST)
+    table = cli("runs", "compare", *two_runs, "--paired", "--bootstrap", "100")
+    assert "McNemar" in table.stdout and "B − A" in table.stdout
+    three = cli("runs", "compare", *two_runs, two_runs[0], "--paired")
+    assert three.exit_code == 2 and "exactly two" in three.stderr
