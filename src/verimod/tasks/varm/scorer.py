@@ -61,9 +61,11 @@ _CODES: Final = {field: {v: i for i, v in enumerate(values)} for field, values i
 _PARSED: Final = 1
 _FORMAT: Final = 2
 _FIELD_BIT: Final = {field: 4 << i for i, field in enumerate(FIELDS)}
+if tuple(_FIELD_BIT.values()) != (4, 8, 16, 32, 64, 128):  # VarmScorer.add unrolls these
+    raise AssertionError("field bits changed: update VarmScorer.add")
 _PRESENT_BIT: Final = {field: 256 << i for i, field in enumerate(FIELDS)}
-_BIT_LIST: Final = tuple(_FIELD_BIT[f] for f in FIELDS)
 _PRESENT_LIST: Final = tuple(_PRESENT_BIT[f] for f in FIELDS)
+_ALL_PRESENT: Final = sum(_PRESENT_LIST)
 _CODE_LIST: Final = tuple(_CODES[f] for f in DISCRETE_FIELDS)
 _INCONSISTENT: Final = 1 << 14  # the parsed record breaks the codebook
 #: Error classes of items without a parsed record, in code order.
@@ -207,12 +209,17 @@ class VarmScorer:
             reference.label,
             reference.category,
         )
-        present = 0
-        for bit, value in zip(_PRESENT_LIST, ref, strict=True):
-            if value is not None:
-                present |= bit
-        for column, codes, value in zip(self._ref, _CODE_LIST, ref[1:], strict=True):
-            column.append(_ABSENT if value is None else codes[value])
+        if None not in ref:  # a complete reference: the common case, kept fast
+            present = _ALL_PRESENT
+            for column, codes, value in zip(self._ref, _CODE_LIST, ref[1:], strict=True):
+                column.append(codes[value])
+        else:
+            present = 0
+            for bit, value in zip(_PRESENT_LIST, ref, strict=True):
+                if value is not None:
+                    present |= bit
+            for column, codes, value in zip(self._ref, _CODE_LIST, ref[1:], strict=True):
+                column.append(_ABSENT if value is None else codes[value])
         parsed = None if output is None else parse_rationale(output)
         values = None if parsed is None else parsed.values
         if values is None:
@@ -243,15 +250,25 @@ class VarmScorer:
             None if ref[5] is None else values[5] == ref[5],
         )
         bits = present | _PARSED | (_FORMAT if parsed.format_ok else 0)
-        for bit, ok in zip(_BIT_LIST, correct, strict=True):
-            if ok:
-                bits |= bit
+        # the "correct" bits of FIELDS, unrolled (hot path): _FIELD_BIT == 4, 8, …, 128
+        if correct[0]:
+            bits |= 4
+        if correct[1]:
+            bits |= 8
+        if correct[2]:
+            bits |= 16
+        if correct[3]:
+            bits |= 32
+        if correct[4]:
+            bits |= 64
+        if correct[5]:
+            bits |= 128
         if parsed.violations:
             bits |= _INCONSISTENT
         self._tf1.append(0.0 if tf1 is None else tf1)
         self._bits.append(bits)
         self._error.append(-1)
-        j = int(present != 0 and all(ok is not False for ok in correct))
+        j = int(present != 0 and False not in correct)
         return ItemScore(
             item_id,
             "ok",
