@@ -212,7 +212,7 @@ class VarmScorer:
         if None not in ref:  # a complete reference: the common case, kept fast
             present = _ALL_PRESENT
             for column, codes, value in zip(self._ref, _CODE_LIST, ref[1:], strict=True):
-                column.append(codes[value])
+                column.append(codes[value])  # type: ignore[index]  # not None: checked above
         else:
             present = 0
             for bit, value in zip(_PRESENT_LIST, ref, strict=True):
