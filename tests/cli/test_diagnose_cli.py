@@ -65,3 +65,16 @@ def test_paired_compare(cli, two_runs):
     assert "McNemar" in table.stdout and "B − A" in table.stdout
     three = cli("runs", "compare", *two_runs, two_runs[0], "--paired")
     assert three.exit_code == 2 and "exactly two" in three.stderr
+
+
+def test_plots_writes_png_and_svg(cli, two_runs, tmp_path):
+    out = tmp_path / "plots"
+    result = cli("diagnose", "plots", *two_runs, "-o", out, "--bootstrap", "50")
+    assert result.exit_code == 0, result.stderr
+    names = {p.name for p in out.iterdir()}
+    for stem in ("mismatch", "shapley", "category-f1", "confusion-run1-label", "confusion-run2-category"):
+        assert {f"{stem}.png", f"{stem}.svg"} <= names
+    assert (out / "shapley.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import xml.etree.ElementTree as ET
+
+    ET.fromstring((out / "mismatch.svg").read_text(encoding="utf-8"))

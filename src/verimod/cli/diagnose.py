@@ -103,6 +103,31 @@ def errors(
             console.print("  ", safe(f"{example.id}: {example.detail or ''} | {example.output or ''}", 200))
 
 
+@diagnose_app.command("plots")
+def plots(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Folder for the PNG and SVG files.")] = Path("plots"),
+    bootstrap: BootstrapOpt = 1000,
+    seed: SeedOpt = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+) -> None:
+    """Plots of one or more runs, as PNG and SVG: field mismatch, Shapley terms, per-category
+    F1 with bootstrap CIs, confusion matrices.
+
+    Example: [bold]verimod diagnose plots runs/A runs/B -o plots/[/bold]
+    """
+    from verimod.report.figures import run_figures
+    from verimod.report.plots import save_figure
+
+    with bad_input_exits():
+        scored = [load_run(r) for r in runs]
+    written = []
+    for stem, figure in run_figures(scored, bootstrap, seed).items():
+        written += save_figure(figure, out_dir / stem)
+    if not quiet:
+        console.print(f"{len(written)} files written to {out_dir}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``diagnose`` group to the root application."""
     app.add_typer(diagnose_app, name="diagnose", rich_help_panel="Evaluate")

@@ -196,3 +196,22 @@ def paired_comparison(
         differences=differences,
         mcnemar=mcnemar_exact([i.j for i in items_a], [i.j for i in items_b]),
     )
+
+
+def per_class_intervals(
+    scorer: VarmScorer, field: str = "category", n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> dict[str, Interval]:
+    """F1 of every class of ``field`` present in the references, with its percentile bootstrap
+    interval (the same resampling as :func:`metric_intervals`; a class absent from a resample's
+    references is left out of that resample)."""
+    full = scorer.scores().per_class_f1.get(field, {})
+    draws: dict[str, list[float | None]] = {label: [] for label in full}
+    for index in _resamples(len(scorer), n_resamples, seed):
+        resampled = scorer.scores(index).per_class_f1.get(field, {})
+        for label in full:
+            draws[label].append(resampled.get(label))
+    out = {}
+    for label, estimate in full.items():
+        low, high = _quantiles(draws[label], confidence) if n_resamples else (None, None)
+        out[label] = Interval(estimate=estimate, low=low, high=high)
+    return out
