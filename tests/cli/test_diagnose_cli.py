@@ -78,3 +78,24 @@ def test_plots_writes_png_and_svg(cli, two_runs, tmp_path):
     import xml.etree.ElementTree as ET
 
     ET.fromstring((out / "mismatch.svg").read_text(encoding="utf-8"))
+
+
+def test_cue_subset_and_cue_diagnosis(cli, two_runs, tmp_path):
+    data = tmp_path / "data.jsonl"
+    subset = tmp_path / "cues.jsonl"
+    result = cli("diagnose", "cue-subset", data, subset, "--ratio", "3:2", "--seed", "4")
+    assert result.exit_code == 0, result.stderr
+    assert "demographic_identity:" in result.stdout and "references written" in result.stdout
+    rows = [json.loads(x) for x in subset.read_text(encoding="utf-8").splitlines()]
+    assert rows and all("cues" in r["meta"] for r in rows)
+    reports = json.loads(cli("diagnose", "cues", *two_runs, "--subset", subset, "--json").stdout)
+    assert len(reports) == 2
+    families = {f["family"]: f for f in reports[0]["families"]}
+    assert set(families) == {"demographic_identity", "social_status", "body_health", "general_abuse"}
+    for family in families.values():
+        if family["n_non_harmful"]:
+            assert family["n_harmful"] * 2 == family["n_non_harmful"] * 3
+    table = cli("diagnose", "cues", *two_runs)
+    assert table.exit_code == 0 and "gap H − NH" in table.stdout
+    bad = cli("diagnose", "cue-subset", data, subset, "--ratio", "sixty")
+    assert bad.exit_code == 2 and "--ratio" in bad.stderr

@@ -103,6 +103,84 @@ def errors(
             console.print("  ", safe(f"{example.id}: {example.detail or ''} | {example.output or ''}", 200))
 
 
+LexiconOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--lexicon", help="Your own cue lexicon JSON (repeatable; default: the bundled four)."),
+]
+
+
+def _lexicons(paths: list[Path] | None) -> tuple:  # type: ignore[type-arg]
+    from verimod.tasks.varm.cues import default_lexicons, load_lexicons
+
+    return tuple(load_lexicons(paths)) if paths else default_lexicons()
+
+
+@diagnose_app.command("cue-subset")
+def cue_subset(
+    data: Annotated[Path, typer.Argument(help="Reference JSONL to draw the challenge subsets from.")],
+    out: Annotated[Path, typer.Argument(help="Output: the subset as VARM references with meta.cues.")],
+    ratio: Annotated[str, typer.Option(help="Harmful:non-harmful ratio of every family's subset.")] = "60:40",
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    per_family: Annotated[int | None, typer.Option(help="At most this many items per family.")] = None,
+    lexicon: LexiconOpt = None,
+    encoding: Annotated[
+        str | None, typer.Option("--encoding", help="Input encoding (default UTF-8; auto detects).")
+    ] = None,
+) -> None:
+    """Lexical-cue challenge subsets: per cue family, the items whose text bears the family's
+    cue words, sampled to an exact harmful : non-harmful ratio (seeded).
+
+    Example: [bold]verimod diagnose cue-subset test.jsonl cues.jsonl --ratio 60:40 --seed 1[/bold]
+    """
+    from verimod.core.errors import InputError
+    from verimod.tasks.varm.cues import build_cue_subset, write_cue_subset
+    from verimod.tasks.varm.io import load_references
+
+    with bad_input_exits():
+        try:
+            harmful, non_harmful = (int(x) for x in ratio.split(":"))
+        except ValueError:
+            raise InputError.at("--ratio", None, None, f"expected H:NH such as 60:40, got {ratio!r}") from None
+        references = load_references(data, encoding)
+        subset = build_cue_subset(references, _lexicons(lexicon), (harmful, non_harmful), seed, per_family)
+    count = write_cue_subset(out, subset)
+    for stats in subset.summary.families:
+        note = stats.shortfall_note()
+        console.print(
+            f"{stats.family}: {stats.selected_harmful} harmful + {stats.selected_non_harmful} non-harmful"
+            + (f" ({note})" if note else ""),
+            highlight=False,
+        )
+    console.print(f"{count} references written to {out}", highlight=False)
+
+
+@diagnose_app.command("cues")
+def cues(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    subset: Annotated[
+        Path | None, typer.Option(help="A cue subset file (diagnose cue-subset); default: every item of the run.")
+    ] = None,
+    lexicon: LexiconOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Lexical-cue sensitivity (VARM-Bench Q2): per cue family, JREM on the harmful and the
+    non-harmful cue-bearing items, the gap H − NH, label accuracy and over-flagging.
+
+    Example: [bold]verimod diagnose cues runs/A runs/B --subset cues.jsonl[/bold]
+    """
+    from verimod.tasks.varm.cues import cue_report, cue_reports_table, cue_subset_ids
+    from verimod.tasks.varm.io import load_references
+
+    with bad_input_exits():
+        lexicons = _lexicons(lexicon)
+        ids = None if subset is None else cue_subset_ids(load_references(subset), str(subset))
+        reports = [cue_report(load_run(run), lexicons, ids) for run in runs]
+    if as_json:
+        sys.stdout.write(json.dumps([r.model_dump() for r in reports], ensure_ascii=False, indent=2) + "\n")
+        return
+    console.print(cue_reports_table(reports))
+
+
 @diagnose_app.command("plots")
 def plots(
     runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
@@ -116,13 +194,13 @@ def plots(
 
     Example: [bold]verimod diagnose plots runs/A runs/B -o plots/[/bold]
     """
-    from verimod.report.figures import run_figures
+    from verimod.report.figures import cue_jrem, run_figures
     from verimod.report.plots import save_figure
 
     with bad_input_exits():
         scored = [load_run(r) for r in runs]
     written = []
-    for stem, figure in run_figures(scored, bootstrap, seed).items():
+    for stem, figure in run_figures(scored, bootstrap, seed, cue_jrem(scored)).items():
         written += save_figure(figure, out_dir / stem)
     if not quiet:
         console.print(f"{len(written)} files written to {out_dir}", highlight=False)

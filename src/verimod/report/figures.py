@@ -31,6 +31,18 @@ def run_labels(runs: Sequence[ScoredRun]) -> list[str]:
     return out
 
 
+def cue_jrem(runs: Sequence[ScoredRun]) -> dict[str, dict[str, tuple[float | None, float | None]]]:
+    """JREM on harmful and on non-harmful cue-bearing items per bundled cue family, per run."""
+    from verimod.tasks.varm.cues import CueMatcher, cue_report, default_lexicons
+
+    matcher = CueMatcher(default_lexicons())
+    out = {}
+    for label, run in zip(run_labels(runs), runs, strict=True):
+        report = cue_report(run, matcher)
+        out[label] = {f.family: (f.jrem_harmful, f.jrem_non_harmful) for f in report.families}
+    return out
+
+
 def run_figures(
     runs: Sequence[ScoredRun],
     n_resamples: int = 1000,
