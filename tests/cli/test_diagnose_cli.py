@@ -99,3 +99,16 @@ def test_cue_subset_and_cue_diagnosis(cli, two_runs, tmp_path):
     assert table.exit_code == 0 and "gap H − NH" in table.stdout
     bad = cli("diagnose", "cue-subset", data, subset, "--ratio", "sixty")
     assert bad.exit_code == 2 and "--ratio" in bad.stderr
+
+
+def test_report_command_writes_one_self_contained_file(cli, two_runs, tmp_path):
+    out = tmp_path / "r.html"
+    result = cli("report", *two_runs, "-o", out, "--bootstrap", "50", "--title", "<b>my</b> report")
+    assert result.exit_code == 0, result.stderr
+    html = out.read_text(encoding="utf-8")
+    assert html.count("data:image/svg+xml;base64,") >= 4  # the figures
+    assert "<b>my</b>" not in html and "&lt;b&gt;my&lt;/b&gt; report" in html
+    assert "http://" not in html.split('type="application/json"')[0] and "https://" not in html
+    assert "Content-Security-Policy" in html
+    again = cli("report", two_runs[0], two_runs[0], "-o", out)
+    assert again.exit_code == 2 and "twice" in again.stderr

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from verimod import __version__
-from verimod.cli import data, diagnose, runs, train, varm
+from verimod.cli import data, diagnose, report, runs, train, varm
 from verimod.cli import eval as eval_cli
 
 app = typer.Typer(
@@ -40,6 +40,7 @@ def _root(
 eval_cli.register(app)
 runs.register(app)
 diagnose.register(app)
+report.register(app)
 train.register(app)
 varm.register(app)
 data.register(app)
