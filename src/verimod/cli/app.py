@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from verimod import __version__
-from verimod.cli import data, diagnose, report, runs, train, varm
+from verimod.cli import data, diagnose, report, runs, safeqa, train, varm
 from verimod.cli import eval as eval_cli
 
 app = typer.Typer(
@@ -44,6 +44,7 @@ report.register(app)
 train.register(app)
 varm.register(app)
 data.register(app)
+safeqa.register(app)
 
 
 def main() -> None:

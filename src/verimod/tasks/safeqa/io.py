@@ -18,7 +18,7 @@ Public data (read with :func:`verimod.data.records.read_records`, encoding detec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ from verimod.tasks.safeqa.schema import (
     JudgeOutput,
     Provenance,
     ReferenceLabel,
+    SafePair,
     SafeQuery,
     SafeResponse,
 )
@@ -151,3 +152,21 @@ def flames_queries(path: str | Path) -> list[SafeQuery]:
                   meta={"source": "flames"})
         for line, row in _rows(path, ("dimension", "subcomponent", "prompt"), "Flames prompts")
     ]  # fmt: skip
+
+
+def build_pairs(
+    queries: Sequence[SafeQuery], responses: Sequence[SafeResponse], references: Sequence[ReferenceLabel] = ()
+) -> list[SafePair]:
+    """Join responses to their queries and reference labels (``InputError`` for a response to an
+    unknown query or a label of an unknown pair)."""
+    by_query = {q.id: q for q in queries}
+    by_pair = {r.pair_id: r for r in references}
+    pairs = []
+    for response in responses:
+        query = by_query.get(response.query_id)
+        if query is None:
+            raise InputError.at("responses", None, "query_id", f"response to unknown query {response.query_id!r}")
+        pairs.append(SafePair(query=query, response=response, reference=by_pair.pop(response.pair_id, None)))
+    if by_pair:
+        raise InputError.at("references", None, "pair_id", f"label of an unknown pair {next(iter(by_pair))!r}")
+    return pairs
