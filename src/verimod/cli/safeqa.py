@@ -57,6 +57,7 @@ def import_data(
     source: Annotated[Path, typer.Argument(help="The public data file.")],
     out_dir: Annotated[Path, typer.Argument(help="Folder for queries.jsonl (and responses/references).")],
     kind: Annotated[str, typer.Option("--from", help="jade (v3 pairs) | jade-benchmark | flames")] = "jade",
+    limit: Annotated[int | None, typer.Option(help="Keep only the first N queries (and their pairs).")] = None,
 ) -> None:
     """Turn public data into C-SafeQA files: JADE v3 gives questions with one unsafe and one safe
     answer (labelled pairs); JADE v1/v2 and Flames give queries.
@@ -72,6 +73,11 @@ def import_data(
             queries, responses, references = io.flames_queries(source), [], []
         else:
             raise InputError.at("--from", None, None, f"choose jade, jade-benchmark or flames, got {kind!r}")
+    if limit is not None:
+        queries = queries[:limit]
+        kept = {q.id for q in queries}
+        responses = [r for r in responses if r.query_id in kept]
+        references = [r for r in references if r.pair_id.split("::")[0] in kept]
     io.write_models(out_dir / "queries.jsonl", queries)
     written = [f"{len(queries)} queries"]
     if responses:
