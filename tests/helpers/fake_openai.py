@@ -4,7 +4,7 @@ It answers ``POST /v1/chat/completions`` with scripted answers keyed by the last
 optional latency, and injected faults consumed one per attempt: ``429`` (with Retry-After),
 ``500``, ``503``, ``timeout`` (answers after the client gave up), ``drop`` (closes the
 connection without answering), ``malformed`` (200 with a body that is not JSON), ``empty``
-(200 with no choices). It counts requests per key and records the Authorization headers seen.
+(200 with no choices). It counts requests per key and records the request bodies and Authorization headers seen.
 
 Run in-process (:class:`FakeOpenAIServer`, a background thread with its own event loop) or as
 a separate process: ``python tests/helpers/fake_openai.py --port 0 --answers answers.json``
@@ -47,9 +47,11 @@ class FakeOpenAI:
         self.answered: Counter[str] = Counter()
         self.authorization: list[str | None] = []
         self.models: set[str] = set()
+        self.bodies: list[dict[str, Any]] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        self.bodies.append(body)
         self.authorization.append(request.headers.get("Authorization"))
         self.models.add(body.get("model"))
         user = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")

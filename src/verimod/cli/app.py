@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from verimod import __version__
-from verimod.cli import data, diagnose, report, runs, safeqa, train, varm
+from verimod.cli import data, diagnose, report, runs, safeqa, toxirex, train, varm
 from verimod.cli import eval as eval_cli
 
 app = typer.Typer(
@@ -45,6 +45,7 @@ train.register(app)
 varm.register(app)
 data.register(app)
 safeqa.register(app)
+toxirex.register(app)
 
 
 def main() -> None:

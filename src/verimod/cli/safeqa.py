@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -11,45 +10,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
 from verimod.cli.common import QuietOption, bad_input_exits, console
-from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError
 from verimod.core.registry import UnknownNameError
-from verimod.models.base import BackendError, BackendOptions, GenerationParams, ModelBackend
-from verimod.models.registry import create_backend
+from verimod.models.base import GenerationParams
 from verimod.report.tables import percent
 from verimod.tasks.safeqa import io
 
 safeqa_app = typer.Typer(help="C-SafeQA: response-level safety QA and judge auditing.", no_args_is_help=True)
-
-BaseUrl = Annotated[list[str] | None, typer.Option("--base-url", help="OpenAI-compatible server URL (repeatable).")]
-ApiKeyEnv = Annotated[str | None, typer.Option(help="Environment variable holding the API key.")]
-Concurrency = Annotated[int, typer.Option(help="Requests in flight at most.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")]
-
-
-def _backend(spec: str, base_url: list[str] | None, api_key_env: str | None) -> ModelBackend:
-    try:
-        return create_backend(spec, BackendOptions(base_urls=tuple(base_url or ()), api_key_env=api_key_env))
-    except (UnknownNameError, BackendError, ImportError) as exc:
-        raise InputError.at("--model", None, None, str(exc)) from None
-
-
-def _run(coroutine_factory: Any, backend: ModelBackend, use_cache: bool) -> Any:
-    cache = ResponseCache() if use_cache else None
-
-    async def go() -> Any:
-        try:
-            return await coroutine_factory(cache)
-        finally:
-            await backend.aclose()
-
-    try:
-        return asyncio.run(go())
-    finally:
-        if cache is not None:
-            cache.close()
 
 
 @safeqa_app.command("import")
@@ -123,7 +93,7 @@ def transform(
         names = (
             [m.name for m in catalogue()] if methods == "all" else [m.strip() for m in methods.split(",") if m.strip()]
         )
-        backend = None if model is None else _backend(model, base_url, api_key_env)
+        backend = None if model is None else backend_from_options(model, base_url, api_key_env)
         llm = [m.name for m in catalogue() if m.channel == "llm-rewrite" and m.name in names]
         if llm and backend is None:
             if methods != "all":
@@ -160,9 +130,9 @@ def collect(
 
     with bad_input_exits():
         queries = io.load_queries(queries_path)
-        backend = _backend(model, base_url, api_key_env)
+        backend = backend_from_options(model, base_url, api_key_env)
     engine = EngineConfig(max_concurrency=max_concurrency)
-    stats = _run(
+    stats = run_with_backend(
         lambda cache: collect_responses(queries, backend, out, GenerationParams(max_tokens=max_tokens), engine, cache),
         backend, not no_cache,
     )  # fmt: skip
@@ -214,11 +184,13 @@ def judge(
         if only is not None:
             wanted = {line.strip() for line in only.read_text(encoding="utf-8").splitlines() if line.strip()}
             pairs = [p for p in pairs if p.pair_id in wanted]
-        backend = _backend(model, base_url, api_key_env)
+        backend = backend_from_options(model, base_url, api_key_env)
     judge_name = name or model
     engine = EngineConfig(max_concurrency=max_concurrency)
-    _run(lambda cache: judge_pairs(pairs, backend, judge_name, judge_format, out, engine=engine, cache=cache),
-         backend, not no_cache)  # fmt: skip
+    run_with_backend(
+        lambda cache: judge_pairs(pairs, backend, judge_name, judge_format, out, engine=engine, cache=cache),
+        backend, not no_cache,
+    )  # fmt: skip
     coverage = normalization_coverage([o for o in io.load_judge_outputs(out) if o.judge == judge_name])
     if not quiet:
         console.print(f"{judge_name}: {json.dumps(coverage, ensure_ascii=False)}", highlight=False)

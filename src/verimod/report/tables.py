@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.table import Table
 
 from verimod.tasks.varm.scorer import VarmScores
@@ -23,8 +25,8 @@ MAIN_METRICS = (
 
 
 def percent(value: float | None, digits: int = 2) -> str:
-    """``0.1234`` → ``"12.34"`` (``digits`` decimals); None → ``"n/a"`` (an undefined ratio)."""
-    return "n/a" if value is None else f"{100 * value:.{digits}f}"
+    """``0.1234`` → ``"12.34"`` (``digits`` decimals); None or NaN → ``"n/a"`` (an undefined ratio)."""
+    return "n/a" if value is None or math.isnan(value) else f"{100 * value:.{digits}f}"
 
 
 def varm_scores_table(scores: VarmScores, title: str = "VARM scores") -> Table:

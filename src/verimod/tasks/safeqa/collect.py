@@ -19,44 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig, EngineStats, Outcome, run_requests
-from verimod.data.jsonl import dumps_line, read_jsonl
+from verimod.core.resumable import AppendLog, finished_keys
 from verimod.models.base import ChatMessage, GenerationParams, ModelBackend, ModelRequest
 from verimod.tasks.safeqa.schema import JudgeOutput, SafePair, SafeQuery, SafeResponse
 
 PROMPT_VERSION = "safeqa-collect/1"
-
-
-class _Appender:
-    """Append-only JSONL output, flushed per line."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(path, "ab")  # noqa: SIM115 - closed in close()
-
-    def write(self, row: dict[str, Any]) -> None:
-        self._handle.write(dumps_line(row))
-        self._handle.flush()
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-def _finished(path: Path, key: Callable[[dict[str, Any]], str]) -> set[str]:
-    """Keys of the lines of ``path`` that hold an answer (no error); a torn last line is ignored."""
-    if not path.exists():
-        return set()
-    text = path.read_bytes()
-    if text and not text.endswith(b"\n"):
-        path.write_bytes(text[: text.rfind(b"\n") + 1])
-    done = set()
-    for _line, row in read_jsonl(path):
-        if not row.get("error"):
-            done.add(key(row))
-    return done
 
 
 async def collect_responses(
@@ -71,7 +41,7 @@ async def collect_responses(
     """Ask ``backend`` every query not yet answered in ``out`` (see the module docstring)."""
     path = Path(out)
     model = backend.spec
-    done = _finished(path, lambda row: f"{row['query_id']}::{row['model']}")
+    done = finished_keys(path, lambda row: f"{row['query_id']}::{row['model']}")
     todo = [q for q in queries if f"{q.id}::{model}" not in done]
     requests = [
         ModelRequest(
@@ -80,7 +50,7 @@ async def collect_responses(
         )
         for q in todo
     ]  # fmt: skip
-    writer = _Appender(path)
+    writer = AppendLog(path)
 
     def record(outcome: Outcome) -> None:
         response = outcome.response
@@ -114,7 +84,7 @@ async def judge_pairs(
 
     spec = judge_formats.get(judge_format)
     path = Path(out)
-    done = _finished(path, lambda row: f"{row['pair_id']}||{row['judge']}")
+    done = finished_keys(path, lambda row: f"{row['pair_id']}||{row['judge']}")
     todo = [p for p in pairs if f"{p.pair_id}||{judge}" not in done]
     requests = [
         ModelRequest(
@@ -123,7 +93,7 @@ async def judge_pairs(
         )
         for p in todo
     ]  # fmt: skip
-    writer = _Appender(path)
+    writer = AppendLog(path)
 
     def record(outcome: Outcome) -> None:
         pair_id = outcome.request.sample_id
