@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated
 
 import typer
+import typer.core
+import typer.main
 
 from verimod import __version__
-from verimod.cli import data, diagnose, report, runs, safeqa, toxirex, train, varm
+from verimod.cli import data, diagnose, report, runs, safeqa, softhate, toxirex, train, varm
 from verimod.cli import eval as eval_cli
 
 app = typer.Typer(
@@ -45,9 +48,29 @@ train.register(app)
 varm.register(app)
 data.register(app)
 safeqa.register(app)
+softhate.register(app)
 toxirex.register(app)
+
+
+def one_paragraph_summaries(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
+    """Give every command in the tree a one-paragraph ``short_help`` (the first docstring paragraph
+    with its line breaks joined): in rich markup mode Typer keeps single line breaks in command
+    listings, which wraps them mid-sentence."""
+    if command.help and not command.short_help:
+        command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
+    if isinstance(command, typer.core.TyperGroup):
+        for sub in command.commands.values():
+            one_paragraph_summaries(sub)  # type: ignore[arg-type]
+
+
+def build_command() -> typer.core.TyperCommand | typer.core.TyperGroup:
+    """The root application as a Click command, with tidy command listings."""
+    command = typer.main.get_command(app)
+    assert isinstance(command, typer.core.TyperCommand | typer.core.TyperGroup)
+    one_paragraph_summaries(command)
+    return command
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    build_command()(prog_name="verimod")

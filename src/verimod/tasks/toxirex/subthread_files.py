@@ -2,7 +2,8 @@
 
 One JSON line per sub-thread, self-contained (a model can be asked without the original dump)::
 
-    {"thread_id": "p1/c1", "post_id": "p1", "comment_ids": ["c1", …], "post": {"id": "p1", "title": "…", "text": "…", "author": "…"},
+    {"thread_id": "p1/c1", "post_id": "p1", "comment_ids": ["c1", …],
+     "post": {"id": "p1", "title": "…", "text": "…", "author": "…"},
      "comments": [{"id": "c1", "parent_id": null, "author": "…", "text": "…", "created": 1.0}, …],
      "targets": ["c1", …], "length": 5, "branching": 0, "score": 0}
 
