@@ -24,7 +24,7 @@ from verimod.models import (
     create_backend,
 )
 from verimod.models._local import check_extra_body, check_options, sha256_tree, truncate_at_stop
-from verimod.models.hf import HfBackend, _local_path, dtype_keyword
+from verimod.models.hf import HfBackend, dtype_keyword, local_model_path
 
 SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
 COMMENTS = (
@@ -78,9 +78,9 @@ def test_check_options_and_extra_body() -> None:
 
 def test_prefix_is_registered_and_local_paths_are_told_from_hub_ids(tmp_path: Path) -> None:
     assert backends.get("hf") is HfBackend
-    assert _local_path("Qwen/Qwen2.5-0.5B-Instruct") is None
-    assert _local_path("./models/qwen") == Path("./models/qwen")
-    assert _local_path(str(tmp_path)) == tmp_path
+    assert local_model_path("Qwen/Qwen2.5-0.5B-Instruct") is None
+    assert local_model_path("./models/qwen") == Path("./models/qwen")
+    assert local_model_path(str(tmp_path)) == tmp_path
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,9 @@ Lm = Annotated[
 Safety = Annotated[list[str] | None, typer.Option("--safety", help="Safety classifier SPEC[=THRESHOLD] (repeatable).")]
 NoSafety = Annotated[bool, typer.Option("--no-safety", help="Run without a safety filter (every text passes).")]
 SafetyRule = Annotated[str, typer.Option(help="Ensemble vote: bagging | majority | quantile.")]
+SafetyPositive = Annotated[
+    str, typer.Option(help="Safety classifiers: their hate label(s), comma-separated (e.g. 'hate speech').")
+]
 ExplicitThreshold = Annotated[
     float, typer.Option(help="Hard rule: any classifier at or above this marks explicit hate.")
 ]
@@ -114,8 +117,9 @@ class Scorers:
         self._llamas[path.resolve()] = scorer
         return scorer
 
-    def safety(self, specs: Sequence[str], no_safety: bool, rule: str, explicit_threshold: float) -> Any:
-        """The safety filter of ``--safety`` (None with ``--no-safety``)."""
+    def safety(self, specs: Sequence[str], no_safety: bool, rule: str, explicit_threshold: float, positive: str) -> Any:
+        """The safety filter of ``--safety`` (None with ``--no-safety``); a classifier's P(hate)
+        sums its ``positive`` labels."""
         from verimod.tasks.softhate.filters import FilterModel, SafetyFilter, backend_scorer
 
         if not specs:
@@ -128,7 +132,9 @@ class Scorers:
             name, _, threshold = spec.partition("=")
             try:
                 limit = float(threshold) if threshold else 0.5
-                models.append(FilterModel(name, backend_scorer(self.backend(name, "--safety")), limit))
+                labels = tuple(p.strip() for p in positive.split(",") if p.strip())
+                scorer = backend_scorer(self.backend(name, "--safety"), positive=labels)
+                models.append(FilterModel(name, scorer, limit))
             except ValueError as exc:
                 raise InputError.at("--safety", None, None, f"{spec}: {exc}") from None
         return SafetyFilter(models, rule=cast(Any, rule), explicit_threshold=explicit_threshold, on_error="raise")
@@ -173,6 +179,7 @@ def generate(
     safety: Safety = None,
     no_safety: NoSafety = False,
     safety_rule: SafetyRule = "bagging",
+    safety_positive: SafetyPositive = "hateful,hate",
     explicit_threshold: ExplicitThreshold = 0.95,
     loci: Annotated[str, typer.Option(help="auto (one per standpoint, seeded) | all | comma-separated loci.")] = "auto",
     beam: Annotated[int, typer.Option(help="Beam size B.")] = 3,
@@ -220,7 +227,9 @@ def generate(
         gen = scorers.backend(generator, "--generator")
         nli_scorer = scorers.nli(nli, language)
         lm_scorers = scorers.lms(lm or [], gen)
-        safety_filter = scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold) or _pass_all
+        safety_filter = (
+            scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold, safety_positive) or _pass_all
+        )
     searches = out_dir / "searches.jsonl"
     done = {(t.standpoint.id, t.locus) for t in _traces(searches)}
     todo = [(s, locus) for s, locus in plan if (s.id, locus) not in done]
@@ -275,6 +284,7 @@ def variants(
     safety: Safety = None,
     no_safety: NoSafety = False,
     safety_rule: SafetyRule = "bagging",
+    safety_positive: SafetyPositive = "hateful,hate",
     explicit_threshold: ExplicitThreshold = 0.95,
     max_tokens: Annotated[int, typer.Option(help="Maximum new tokens per candidate.")] = 200,
     language: Language = "en",
@@ -309,7 +319,7 @@ def variants(
         scorers = Scorers(base_url, api_key_env)
         gen = scorers.backend(generator, "--generator")
         nli_scorer = scorers.nli(nli, language)
-        safety_filter = scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold)
+        safety_filter = scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold, safety_positive)
     log_path = out_dir / "variants.jsonl"
     done = {(t.base_id, t.kind) for t in (load_models(log_path, VariantTrace) if log_path.exists() else [])}
     todo = [(b, k) for b in bases for k in wanted if (b.id, k) not in done]

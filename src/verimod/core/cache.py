@@ -26,7 +26,8 @@ SCHEMA_VERSION = 1
 
 
 def cache_key(identity: dict[str, Any], request: ModelRequest, prompt_version: str) -> str:
-    """sha256 hex of the canonical JSON of identity, messages, params, sample id, repeat, prompt."""
+    """sha256 hex of the canonical JSON of identity, messages, params, sample id, repeat, labels,
+    input text (and input pair when set), prompt."""
     payload = {
         "identity": identity,
         "messages": [m.model_dump() for m in request.messages],
@@ -37,6 +38,8 @@ def cache_key(identity: dict[str, Any], request: ModelRequest, prompt_version: s
         "input_text": request.input_text,
         "prompt": prompt_version,
     }
+    if request.input_pair is not None:  # only when set, so earlier keys stay valid
+        payload["input_pair"] = list(request.input_pair)
     canonical = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 

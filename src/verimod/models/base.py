@@ -76,6 +76,7 @@ class ModelRequest(BaseModel):
     repeat: int = 0
     labels: tuple[str, ...] | None = None  # candidate labels, for classifier-style backends
     input_text: str | None = None  # the raw text under moderation, for backends that read it directly
+    input_pair: tuple[str, str] | None = None  # two segments (NLI premise, hypothesis) for pair classifiers
 
 
 class ModelResponse(BaseModel):

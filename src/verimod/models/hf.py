@@ -68,7 +68,7 @@ class HfBackend(ModelBackend):
         if not name:
             raise BackendError("client", "the hf backend needs a model folder or hub id: hf:Qwen/Qwen2.5-0.5B-Instruct")
         self.batch_size = options.batch_size or DEFAULT_BATCH_SIZE
-        self.local_path = _local_path(name)
+        self.local_path = local_model_path(name)
         if self.local_path is not None and not self.local_path.exists():
             raise BackendError("client", f"hf model folder not found: {self.local_path}")
         self.adapter_path = Path(options.adapter).expanduser() if options.adapter else None
@@ -76,7 +76,7 @@ class HfBackend(ModelBackend):
             raise BackendError("client", f"LoRA adapter folder not found (no adapter_config.json): {self.adapter_path}")
         self._torch: Any = require_module("torch", "hf", "the hf backend")
         self._transformers: Any = require_module("transformers", "hf", "the hf backend")
-        self.device = self._device(options.device)
+        self.device = torch_device(self._torch, options.device, self.prefix)
         self.dtype = self._torch.bfloat16 if self.device.type == "cuda" else self._torch.float32
         if options.threads is not None:
             self._torch.set_num_threads(options.threads)
@@ -86,18 +86,6 @@ class HfBackend(ModelBackend):
         self._eos_ids = self._eos_token_ids()
 
     # -- loading -----------------------------------------------------------------------------
-
-    def _device(self, device: str | None) -> Any:
-        """The torch device for the ``device`` option; a client error if it cannot be used."""
-        try:
-            parsed = self._torch.device(device or "cpu")
-        except (RuntimeError, ValueError) as exc:
-            raise BackendError("client", f"hf: bad device {device!r}: {exc}") from None
-        if parsed.type == "cuda" and not self._torch.cuda.is_available():
-            raise BackendError("client", f"hf: device {device!r} asked for, but torch sees no CUDA device")
-        if parsed.type not in ("cpu", "cuda"):
-            raise BackendError("client", f"hf: device must be cpu or cuda, got {device!r}")
-        return parsed
 
     def _load(self) -> tuple[Any, Any]:
         """Tokenizer and model (with the adapter applied), in eval mode on the device."""
@@ -115,7 +103,7 @@ class HfBackend(ModelBackend):
             kwargs[dtype_keyword()] = self.dtype
             model = transformers.AutoModelForCausalLM.from_pretrained(source, **kwargs)
         except (OSError, ValueError, ImportError) as exc:
-            raise BackendError("client", f"hf: cannot load model {self.name!r}: {_first_line(exc)}") from None
+            raise BackendError("client", f"hf: cannot load model {self.name!r}: {first_line(exc)}") from None
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -128,7 +116,7 @@ class HfBackend(ModelBackend):
             try:
                 model = peft.PeftModel.from_pretrained(model, str(self.adapter_path), is_trainable=False)
             except (OSError, ValueError, RuntimeError, KeyError) as exc:
-                message = f"hf: cannot load adapter {self.adapter_path}: {_first_line(exc)}"
+                message = f"hf: cannot load adapter {self.adapter_path}: {first_line(exc)}"
                 raise BackendError("client", message) from None
         model.to(self.device)
         model.eval()
@@ -190,7 +178,7 @@ class HfBackend(ModelBackend):
             except BackendError as exc:
                 responses = [exc] * len(group)
             except Exception as exc:  # a failure inside transformers must not lose the other groups
-                responses = [BackendError("model", f"hf: {type(exc).__name__}: {_first_line(exc)}")] * len(group)
+                responses = [BackendError("model", f"hf: {type(exc).__name__}: {first_line(exc)}")] * len(group)
             for i, response in zip(indices, responses, strict=True):
                 results[i] = response
         return [r if r is not None else BackendError("model", "hf: no result") for r in results]
@@ -228,7 +216,7 @@ class HfBackend(ModelBackend):
             with torch.inference_mode():
                 output = self._model.generate(**encoded, generation_config=config, **stop_kwargs)
         except (RuntimeError, ValueError, TypeError) as exc:
-            raise BackendError("model", f"hf: {type(exc).__name__}: {_first_line(exc)}") from None
+            raise BackendError("model", f"hf: {type(exc).__name__}: {first_line(exc)}") from None
         width = encoded["input_ids"].shape[1]
         return [
             self._response(output[row, width:].tolist(), int(encoded["attention_mask"][row].sum()), params.stop)
@@ -279,7 +267,21 @@ class HfBackend(ModelBackend):
                 self._torch.cuda.empty_cache()
 
 
-def _local_path(name: str) -> Path | None:
+def torch_device(torch: Any, device: str | None, prefix: str) -> Any:
+    """The torch device for a backend's ``device`` option (default cpu); a client error if it
+    cannot be used."""
+    try:
+        parsed = torch.device(device or "cpu")
+    except (RuntimeError, ValueError) as exc:
+        raise BackendError("client", f"{prefix}: bad device {device!r}: {exc}") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise BackendError("client", f"{prefix}: device {device!r} asked for, but torch sees no CUDA device")
+    if parsed.type not in ("cpu", "cuda"):
+        raise BackendError("client", f"{prefix}: device must be cpu or cuda, got {device!r}")
+    return parsed
+
+
+def local_model_path(name: str) -> Path | None:
     """The local path ``name`` denotes, or None for a hub id (``org/model``)."""
     path = Path(name).expanduser()
     if name.startswith(("/", ".", "~")) or path.exists():
@@ -287,7 +289,7 @@ def _local_path(name: str) -> Path | None:
     return None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__

@@ -1,5 +1,6 @@
 """Backends are chosen by the prefix of a model spec: ``openai:qwen2.5-7b``, ``gguf:/m.gguf``,
-``hf:Qwen/Qwen2.5-0.5B-Instruct``, ``baseline``, ``scripted:outputs.jsonl``.
+``hf:Qwen/Qwen2.5-0.5B-Instruct``, ``hfcls:cardiffnlp/twitter-roberta-base-hate``, ``baseline``,
+``scripted:outputs.jsonl``.
 
 A backend module registers its class with ``@backends.register("prefix")``; modules with
 optional dependencies are imported only when their prefix is asked for, so the core installs
@@ -21,6 +22,7 @@ BACKEND_MODULES: Final = {
     "openai": "verimod.models.openai_compat",
     "gguf": "verimod.models.gguf",
     "hf": "verimod.models.hf",
+    "hfcls": "verimod.models.hf_classifier",
     "baseline": "verimod.models.baseline",
     "scripted": "verimod.models.scripted",
 }

@@ -17,9 +17,11 @@ sample id (so ``scripted:`` files answer by it), static scorers look it up.
 
 Implementations:
 
-- :class:`BackendNliScorer` over any engine backend. A classifier backend (or any backend
-  that fills ``label_probs``) is asked for the labels ``entailment``, ``neutral``,
-  ``contradiction``; otherwise the answer text is read by :func:`nli_from_text`: a JSON object
+- :class:`BackendNliScorer` over any engine backend. The request carries the NLI prompt, the
+  labels ``entailment``, ``neutral``, ``contradiction`` and the (premise, hypothesis) pair as
+  ``input_pair``, so an NLI cross-encoder (``hfcls:``) classifies the pair itself. A backend
+  that fills ``label_probs`` is read through :func:`nli_from_label_probs` (label aliases such as
+  ``ENTAILMENT`` or ``contradict``); otherwise the answer text is read by :func:`nli_from_text`: a JSON object
   of the three probabilities, or else the first label word, which becomes a one-hot
   distribution (a text-only LLM gives no graded probabilities).
 - :class:`LlamaCppScorer` — a :class:`LanguageScorer` over a GGUF file run by llama-cpp-python
@@ -188,6 +190,7 @@ class BackendNliScorer:
             messages=nli_messages(premise, hypothesis, self.language),
             params=self.params,
             labels=NLI_LABELS,
+            input_pair=(premise, hypothesis),
         )
         outcomes: list[Outcome] = []
         await run_requests(
