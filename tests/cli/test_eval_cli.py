@@ -254,3 +254,11 @@ def test_bad_data_files_exit_2_naming_the_line(cli, tmp_path):
     result = cli("eval", "--data", unknown, "--model", "baseline", "--runs-dir", tmp_path / "runs")
     assert result.exit_code == 2 and f"{unknown}:2: field 'labl': unknown field" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_json_to_stdout_is_the_only_stdout(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    result = cli("eval", "--limit", "3", "--runs-dir", tmp_path / "runs", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == 3
+    assert "run " in result.stderr

@@ -68,3 +68,10 @@ def test_not_a_run_directory(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"run_id": 1}), encoding="utf-8")
     with pytest.raises(InputError, match="unreadable manifest"):
         RunStore.open(tmp_path)
+
+
+def test_model_label_names_the_adapter():
+    plain = manifest("r1")
+    assert plain.model_label == "scripted:x"
+    tuned = plain.model_copy(update={"model": "hf:/m", "backend_options": {"adapter": "sft/adapter"}})
+    assert tuned.model_label == "hf:/m + LoRA sft/adapter"

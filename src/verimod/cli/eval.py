@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console
+from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console
 from verimod.cli.progress import RunProgress
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig
@@ -234,7 +234,8 @@ def eval_command(
             store = start_run(settings, prepared, backend, runs_dir)
             requests, template = prepared.requests, prepared.template
         if not quiet:
-            console.print(f"run {store.directory}: {len(requests)} sample(s) to request", highlight=False)
+            status = err_console if json_out == "-" else console  # stdout holds only the JSON then
+            status.print(f"run {store.directory}: {len(requests)} sample(s) to request", highlight=False)
         _run(store, backend, requests, template, not no_cache, quiet)
         scores, _ = score_run(store)
     manifest = store.manifest
@@ -245,7 +246,7 @@ def eval_command(
         else:
             Path(json_out).write_text(text + "\n", encoding="utf-8")
     if not quiet and json_out != "-":
-        console.print(varm_scores_table(scores, title=f"{manifest.model} · {manifest.setting}"))
+        console.print(varm_scores_table(scores, title=f"{manifest.model_label} · {manifest.setting}"))
         console.print(f"status {manifest.status}; run directory: {store.directory}", highlight=False)
     if manifest.status == "failed":
         typer.echo(

@@ -30,7 +30,7 @@ def _row(store: RunStore) -> dict[str, Any]:
     manifest = store.manifest
     return {
         "run": manifest.run_id,
-        "model": manifest.model,
+        "model": manifest.model_label,
         "setting": manifest.setting,
         "status": manifest.status,
         "scores": store.scores(),
@@ -86,7 +86,7 @@ def show_run(
         return
     table = Table(show_header=False, title=f"run {manifest.run_id}")
     for key, value in [
-        ("model", manifest.model),
+        ("model", manifest.model_label),
         ("setting", f"{manifest.setting} ({manifest.shots} shots)" if manifest.shots else manifest.setting),
         ("prompt", f"{manifest.prompt.get('version')} {str(manifest.prompt.get('sha256'))[:12]}"),
         (

@@ -26,7 +26,7 @@ from verimod.tasks.varm.scorer import VarmScores, score_predictions
 
 train_app = typer.Typer(
     name="train",
-    help="Train models: the embedded baseline (CoT fine-tuning follows).",
+    help="Train models: the embedded baseline; CoT-SFT (LoRA) of chat models, and merging its adapter.",
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
@@ -35,7 +35,7 @@ train_app = typer.Typer(
 EVAL_SPLITS = ("dev", "test")
 
 
-def _training_records(references: list[VarmReference], split: str, path: Path) -> list[VarmReference]:
+def select_split(references: list[VarmReference], split: str, path: Path) -> list[VarmReference]:
     """The records of ``split``; all records when the file has no ``split`` field at all."""
     if all(r.split is None for r in references):
         return references
@@ -75,7 +75,7 @@ def baseline(
     """
     with bad_input_exits():
         references = load_references(data, encoding)
-        train = _training_records(references, split, data)
+        train = select_split(references, split, data)
         partial = [r for r in train if not r.is_complete]
         if partial:
             missing = sorted(set(FIELDS) - set(partial[0].present_fields()))
@@ -132,5 +132,7 @@ def _scores_table(scores: dict[str, VarmScores]) -> Table:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``train`` command group to the root application."""
+    """Add the ``train`` command group (baseline, sft, merge) to the root application."""
+    from verimod.cli import train_sft  # noqa: F401 - registers sft and merge
+
     app.add_typer(train_app, name="train", rich_help_panel="Models")

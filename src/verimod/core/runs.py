@@ -116,6 +116,13 @@ class RunManifest(BaseModel):
     counts: RunCounts = Field(default_factory=RunCounts)
     message: str | None = None
 
+    @property
+    def model_label(self) -> str:
+        """The model spec, with the LoRA adapter when the run used one (``hf:BASE + LoRA DIR``),
+        so a fine-tuned run and its base model's run are told apart in tables."""
+        adapter = self.backend_options.get("adapter") or self.backend.get("adapter")
+        return f"{self.model} + LoRA {adapter}" if adapter else self.model
+
 
 def slug(text: str, limit: int = 40) -> str:
     """A filesystem-safe fragment of ``text``."""

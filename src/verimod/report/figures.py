@@ -22,7 +22,8 @@ def run_labels(runs: Sequence[ScoredRun]) -> list[str]:
     for run in runs:
         manifest = run.store.manifest
         model = manifest.model.rstrip("/").split("/")[-1]
-        labels.append(f"{model} · {manifest.setting}")
+        lora = " + LoRA" if manifest.model_label != manifest.model else ""
+        labels.append(f"{model}{lora} · {manifest.setting}")
     seen: dict[str, int] = {}
     out = []
     for label in labels:

@@ -163,7 +163,7 @@ def _data(value: object) -> str:
 def _default_title(runs: Sequence[ScoredRun]) -> str:
     if len(runs) == 1:
         manifest = runs[0].store.manifest
-        return f"verimod report: {manifest.model} ({manifest.setting})"
+        return f"verimod report: {manifest.model_label} ({manifest.setting})"
     return f"verimod report: {len(runs)} runs"
 
 
@@ -227,7 +227,7 @@ def _main_table(runs: Sequence[ScoredRun], intervals: Mapping[str, Mapping[str, 
         given = intervals.get(manifest.run_id, {})
         cells = [
             f'<td class="text">{_data(manifest.run_id)}</td>',
-            f'<td class="text">{_data(manifest.model)}</td>',
+            f'<td class="text">{_data(manifest.model_label)}</td>',
             f'<td class="text">{_data(manifest.setting)}</td>',
             f'<td class="num">{scores.n}</td>',
         ]
@@ -456,4 +456,4 @@ def _run_data(run: ScoredRun) -> dict[str, Any]:
             raise ValueError(f"run {run.store.manifest.run_id!r}: item {item.id!r} is not reference {reference.id!r}")
         rows.append(_item_row(reference, item, anchors))
     manifest = run.store.manifest
-    return {"id": manifest.run_id, "model": manifest.model, "setting": manifest.setting, "items": rows}
+    return {"id": manifest.run_id, "model": manifest.model_label, "setting": manifest.setting, "items": rows}

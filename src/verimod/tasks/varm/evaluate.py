@@ -115,7 +115,8 @@ def build_requests(
 
 def _run_id(root: Path, settings: EvalSettings) -> str:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    base = f"{stamp}-{slug(settings.model.split('/')[-1])}-{settings.setting}"
+    lora = "-lora" if settings.backend_options.adapter else ""
+    base = f"{stamp}-{slug(settings.model.split('/')[-1])}{lora}-{settings.setting}"
     candidate, n = base, 1
     while (root / candidate).exists():
         n += 1

@@ -1,0 +1,108 @@
+"""``verimod train sft | merge`` from the command line: bad input, and (slow) a real CoT-SFT run
+of Qwen2.5-Coder-0.5B on the starter set — dev loss falls, the adapter loads, generates and is
+compared with zero-shot of the same base model, and the merged model matches the adapter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_lines
+from verimod.tasks.varm.starter import load_starter
+
+
+def test_cli_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path):
+    rows = [json.loads(r.model_dump_json(exclude_none=True)) for r in load_starter("dev")[:2]]
+    rows[1].pop("cot")
+    no_cot = write_lines(tmp_path / "refs.jsonl", rows)
+    wrong_split = cli("train", "sft", "--model", tmp_path / "absent", "--out", tmp_path / "o", "--train", no_cot)
+    assert wrong_split.exit_code == 2 and "no records with split 'train'" in wrong_split.stderr
+    result = cli("train", "sft", "--model", tmp_path / "absent", "--out", tmp_path / "o", "--train", no_cot,
+                 "--train-split", "dev")  # fmt: skip
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert "\n" not in message and "refs.jsonl" in message and "cot" in message
+    bad_rank = cli("train", "sft", "--model", "m", "--out", tmp_path / "o", "--lora-r", "0")
+    assert bad_rank.exit_code == 2 and "--lora-r" in bad_rank.stderr
+    missing = cli("train", "sft", "--model", tmp_path / "absent", "--out", tmp_path / "o")
+    assert missing.exit_code == 2 and "--model" in missing.stderr and "absent" in missing.stderr
+    merge = cli("train", "merge", "--model", "m", "--adapter", tmp_path, "--out", tmp_path / "m")
+    assert merge.exit_code == 2 and "adapter_config.json" in merge.stderr
+
+
+# -- slow: a real CoT-SFT run -------------------------------------------------------------------
+
+
+def _records_file(path: Path, split: str, n: int) -> Path:
+    return write_lines(path, [json.loads(r.model_dump_json(exclude_none=True)) for r in load_starter(split)[:n]])
+
+
+@pytest.mark.slow
+def test_sft_then_eval_beside_zero_shot_then_merge(cli, tmp_path: Path, monkeypatch) -> None:
+    """A few dozen LoRA steps on the starter train split: the dev loss falls; the adapter loads
+    through the hf backend, generates, is scored and compared with zero-shot of the same base;
+    the merged model gives the adapter's logits."""
+    from tests.models.local_model import hf_dir_or_skip
+    from tests.train.test_sft_real import short_prompt
+    from verimod.train.sft_data import references_sha256
+
+    base = hf_dir_or_skip()
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    train, dev, prompt = (
+        _records_file(tmp_path / "train.jsonl", "train", 48),
+        _records_file(tmp_path / "dev.jsonl", "dev", 4),
+        short_prompt(tmp_path),
+    )
+    out = tmp_path / "sft"
+    options = {"--prompt-template": prompt, "--max-steps": 24, "--batch-size": 2, "--grad-accum": 1,
+               "--eval-every": 8, "--lora-r": 8, "--max-length": 512}  # fmt: skip
+    flat = [str(x) for pair in options.items() for x in pair]
+    result = cli("train", "sft", "--model", base, "--out", out, "--train", train, "--dev", dev, *flat, "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    dev_losses = [h["dev_loss"] for h in summary["history"] if "dev_loss" in h]
+    assert len(dev_losses) == 4 and summary["steps"] == 24
+    assert summary["best_dev_loss"] == min(dev_losses[1:]) < dev_losses[0]
+    adapter = out / "adapter"
+    info = json.loads((adapter / "verimod_training.json").read_text(encoding="utf-8"))
+    assert info["train_sha256"] == references_sha256(load_starter("train")[:48])
+    assert info["config"]["prompt_template"] == str(prompt) and (adapter / "adapter_config.json").is_file()
+
+    runs = tmp_path / "runs"
+    common = ("--data", dev, "--prompt-template", prompt, "--limit", "3", "--max-tokens", "160", "--runs-dir", runs)
+    tuned = cli("eval", "--model", f"hf:{base}", "--adapter", adapter, *common, "--json", "-")
+    assert tuned.exit_code == 0, tuned.stderr
+    zero = cli("eval", "--model", f"hf:{base}", *common, "--json", "-")
+    assert zero.exit_code == 0, zero.stderr
+    run_dirs = sorted(runs.iterdir())
+    assert len(run_dirs) == 2
+    for run in run_dirs:
+        samples = [json.loads(x) for x in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(samples) == 3 and all(s["output"] for s in samples)
+    for metrics in (json.loads(tuned.stdout), json.loads(zero.stdout)):
+        assert 0.0 <= metrics["parse_rate"] <= 1.0
+    compared = cli("runs", "compare", *run_dirs, "--format", "json")
+    assert compared.exit_code == 0, compared.stderr
+    models = {row["run"]: row["model"] for row in json.loads(compared.stdout)}
+    assert sorted(models.values()) == sorted([f"hf:{base}", f"hf:{base} + LoRA {adapter}"])
+    assert [run.name for run in run_dirs if "-lora-" in run.name] == [r for r, m in models.items() if "LoRA" in m]
+
+    merged = tmp_path / "merged"
+    assert (
+        cli("train", "merge", "--model", base, "--adapter", adapter, "--out", merged, "--dtype", "float32").exit_code
+        == 0
+    )
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    ids = tokenizer("评论：小县城公务员离了编制啥也不是。", return_tensors="pt")
+    with torch.inference_mode():
+        with_adapter = PeftModel.from_pretrained(
+            AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32), str(adapter)
+        )(**ids).logits
+        plain = AutoModelForCausalLM.from_pretrained(merged, dtype=torch.float32)(**ids).logits
+    assert (with_adapter - plain).abs().max().item() < 1e-3
