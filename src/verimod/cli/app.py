@@ -10,7 +10,7 @@ import typer.core
 import typer.main
 
 from verimod import __version__
-from verimod.cli import data, diagnose, report, runs, safeqa, softhate, toxirex, train, varm
+from verimod.cli import data, diagnose, report, review, runs, safeqa, softhate, toxirex, train, varm
 from verimod.cli import eval as eval_cli
 
 app = typer.Typer(
@@ -44,6 +44,7 @@ eval_cli.register(app)
 runs.register(app)
 diagnose.register(app)
 report.register(app)
+review.register(app)
 train.register(app)
 varm.register(app)
 data.register(app)

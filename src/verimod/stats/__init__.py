@@ -12,6 +12,7 @@ from verimod.stats.agreement import (
     raw_agreement,
 )
 from verimod.stats.classification import macro_f1, per_class_f1
+from verimod.stats.proportions import wilson_interval
 from verimod.stats.shapley import shapley_values
 from verimod.stats.text_overlap import char_f1, normalize_for_char_f1
 
@@ -29,4 +30,5 @@ __all__ = [
     "per_class_f1",
     "raw_agreement",
     "shapley_values",
+    "wilson_interval",
 ]

@@ -27,37 +27,17 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 from verimod.core.errors import InputError, did_you_mean, shown
 from verimod.data.jsonl import atomic_write, write_jsonl
 from verimod.data.records import Format, read_records
-from verimod.stats import RatingTable, fleiss_kappa
+from verimod.stats import RatingTable, fleiss_kappa, wilson_interval
 from verimod.tasks.softhate.evaluation import TIERS, json_ready
-
-
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a proportion (formula in the module docstring)."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n < 0 or not 0 <= successes <= max(n, 0):
-        raise ValueError(f"need 0 ≤ successes ≤ n, got {successes} of {n}")
-    if n == 0:
-        return math.nan, math.nan
-    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
-    p = successes / n
-    z2 = z * z
-    denominator = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return centre - half, centre + half
-
 
 _YES = frozenset({"yes", "y", "pass", "true", "1"})
 _NO = frozenset({"no", "n", "fail", "false", "0"})

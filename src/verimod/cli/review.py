@@ -1,0 +1,181 @@
+"""``verimod review audit | export``: the rationale audit (proxies, blinded judge passes,
+routing to human review, review sheets) and its adjudicated export."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
+from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.core.engine import EngineConfig
+from verimod.core.errors import InputError
+from verimod.report.tables import percent
+
+review_app = typer.Typer(
+    help="Rationale audit: groundedness, adequacy, coherence; judges, routing and human review.",
+    no_args_is_help=True,
+)
+
+CHECKS, JUDGEMENTS, ROUTING, ITEMS = "checks.jsonl", "judgements.jsonl", "routing.jsonl", "items.jsonl"
+
+
+def _write_jsonl(path: Path, rows: Any) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def _rates_table(title: str, rows: list[Any]) -> Table:
+    table = Table(title=title)
+    for column in ("system", "dimension", "pass rate", "95% CI", "items", "from"):
+        table.add_column(column, justify="left" if column in ("system", "dimension", "from") else "right")
+    for row in rows:
+        interval = "" if math.isnan(row.low) else f"{percent(row.low, 1)}–{percent(row.high, 1)}"
+        sources = ", ".join(f"{k} {v}" for k, v in sorted(row.sources.items()))
+        table.add_row(row.system, row.dimension, percent(row.rate, 1), interval, str(row.known), sources)
+    return table
+
+
+@review_app.command("audit")
+def audit(
+    sources: Annotated[list[Path], typer.Argument(help="Run directories and/or reference files (their cot).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Audit folder (checks, judgements, routing, sheet).")],
+    judges: Annotated[
+        list[str] | None, typer.Option("--judge", help="Judge model spec (repeatable; passes cycle through them).")
+    ] = None,
+    passes: Annotated[int, typer.Option(help="Judge passes per rationale.")] = 3,
+    temperature: Annotated[float, typer.Option(help="Judge sampling temperature (passes differ by seed).")] = 0.7,
+    sample_rate: Annotated[float, typer.Option(help="Share of clean items also sent to review.")] = 0.1,
+    seed: Annotated[int, typer.Option(help="Seed of the pass orders, judge sampling and the review sample.")] = 0,
+    sheet: Annotated[str, typer.Option(help="Review sheet file name in --out (.csv or .jsonl).")] = "review.csv",
+    base_url: BaseUrl = None,
+    api_key_env: ApiKeyEnv = None,
+    max_concurrency: Concurrency = 16,
+    no_cache: NoCache = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Audit rationales on groundedness, adequacy and coherence: deterministic proxies with
+    evidence spans, then (with --judge) blinded judge passes with majority and Fleiss' κ; route
+    failed, non-unanimous and a seeded sample of clean items to a review sheet.
+
+    Example: [bold]verimod review audit runs/RUN -o audit/ --judge openai:qwen --base-url http://localhost:8000/v1[/bold]
+    """
+    from verimod.tasks.varm.audit_checks import audit_items
+    from verimod.tasks.varm.audit_judge import load_judge_passes, majority, pass_agreement, run_judge_passes
+    from verimod.tasks.varm.audit_review import audit_sources, audit_table, route, sheet_rows, write_sheet
+
+    with bad_input_exits():
+        if passes < 1:
+            raise InputError.at("--passes", None, None, f"must be at least 1, got {passes}")
+        if not 0.0 <= sample_rate <= 1.0:
+            raise InputError.at("--sample-rate", None, None, f"must be in [0, 1], got {sample_rate}")
+        if Path(sheet).suffix.lower() not in (".csv", ".jsonl") or Path(sheet).name != sheet:
+            raise InputError.at("--sheet", None, None, f"a file name ending in .csv or .jsonl, got {sheet!r}")
+        subjects = audit_sources(sources)
+        backends = [backend_from_options(spec, base_url, api_key_env, "--judge") for spec in judges or []]
+    out.mkdir(parents=True, exist_ok=True)
+    items = [s.item for s in subjects]
+    audits = audit_items(items)
+    _write_jsonl(out / ITEMS, (
+        {"id": s.item.id, "item_id": s.item_id, "system": s.item.system, "text": s.item.text,
+         "context": s.item.context, "rationale": s.item.rationale}
+        for s in subjects
+    ))  # fmt: skip
+    _write_jsonl(out / CHECKS, (
+        {"id": a.item.id, "verdicts": a.verdicts, "checks": [c.to_dict() for c in a.checks]} for a in audits
+    ))  # fmt: skip
+    judged = None
+    agreement = None
+    if backends:
+        engine = EngineConfig(max_concurrency=max_concurrency)
+        run_with_backend(
+            lambda cache: run_judge_passes(items, backends, out / JUDGEMENTS, passes=passes, seed=seed,
+                                           temperature=temperature, engine=engine, cache=cache),
+            backends, not no_cache,
+        )  # fmt: skip
+        with bad_input_exits():
+            judged = majority(load_judge_passes(out / JUDGEMENTS), passes)
+        agreement = pass_agreement(judged)
+    routed = route(audits, judged, sample_rate=sample_rate, seed=seed)
+    _write_jsonl(out / ROUTING, ({"id": r.item_id, "reasons": list(r.reasons)} for r in routed))
+    write_sheet(out / sheet, sheet_rows(subjects, {a.item.id: a for a in audits}, routed, judged))
+    rates = audit_table(audits, judged)
+    summary = {
+        "items": len(items),
+        "routed": len(routed),
+        "table": [r.to_dict() for r in rates],
+        "agreement": agreement,
+        "passes": passes if backends else 0,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if quiet:
+        return
+    source = "judges' majority" if backends else "proxies"
+    console.print(_rates_table(f"rationale audit before review ({source})", rates))
+    if agreement:
+        for dimension, stats in agreement.items():
+            kappa = "n/a" if math.isnan(stats["fleiss_kappa"]) else f"{stats['fleiss_kappa']:.3f}"
+            share = percent(stats["unanimous_share"], 1)
+            line = (
+                f"{dimension}: Fleiss' κ over {passes} passes {kappa}; unanimous {share} of {int(stats['items'])} items"
+            )
+            console.print(line, highlight=False)
+    console.print(f"{len(routed)} of {len(items)} items routed to review → {out / sheet}", highlight=False)
+
+
+@review_app.command("export")
+def export(
+    audit_dir: Annotated[Path, typer.Argument(help="The audit folder of `review audit`.")],
+    sources: Annotated[list[Path], typer.Option("--source", help="The same sources as given to audit (repeatable).")],
+    sheets: Annotated[list[Path], typer.Option("--sheet", help="Filled review sheets (repeatable).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for adjudicated.jsonl and audit_table.json.")],
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Also write the audit table as JSON ('-': stdout).")
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """Apply the reviewers' decisions: the reference records with their corrections
+    (adjudicated.jsonl) and the audit table — per system and dimension, the pass rate of the
+    final verdicts (reviewer, else judges' majority, else proxies) with Wilson 95% intervals.
+
+    Example: [bold]verimod review export audit/ --source runs/RUN --sheet audit/review.csv -o final/[/bold]
+    """
+    from verimod.tasks.varm.audit_checks import audit_items
+    from verimod.tasks.varm.audit_judge import load_judge_passes, majority
+    from verimod.tasks.varm.audit_review import audit_sources, audit_table, corrected_references, read_decisions
+
+    with bad_input_exits():
+        subjects = audit_sources(sources)
+        known = {s.item.id for s in subjects}
+        decisions = [d for path in sheets for d in read_decisions(path)]
+        unknown = [d.item_id for d in decisions if d.item_id not in known]
+        if unknown:
+            raise InputError.at(str(sheets[0]), None, "item_id", f"{unknown[0]!r} is not an item of the sources")
+        summary_path = audit_dir / "summary.json"
+        passes = json.loads(summary_path.read_text(encoding="utf-8")).get("passes", 0) if summary_path.exists() else 0
+        judged = majority(load_judge_passes(audit_dir / JUDGEMENTS), passes) if passes else None
+    audits = audit_items([s.item for s in subjects])
+    rates = audit_table(audits, judged, decisions)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(out / "adjudicated.jsonl", corrected_references(subjects, decisions))
+    payload = {"table": [r.to_dict() for r in rates], "decisions": len(decisions)}
+    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    (out / "audit_table.json").write_text(text, encoding="utf-8")
+    if json_out == "-":
+        sys.stdout.write(text)
+        return
+    if json_out:
+        Path(json_out).write_text(text, encoding="utf-8")
+    if not quiet:
+        console.print(_rates_table("rationale audit after review", rates))
+        console.print(f"{len(decisions)} decision(s) applied → {out / 'adjudicated.jsonl'}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``review`` group to the root application."""
+    app.add_typer(review_app, name="review", rich_help_panel="Evaluate")
