@@ -8,9 +8,7 @@ install.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,19 +21,12 @@ try:
 except ImportError:  # the browser fixture skips, saying what to install
     expect = None
 
+from tests.helpers.browser import launch_browser
 from tests.report.test_html import big_report_at, mixed_run, payload_run, svg_figure
 from verimod.report.html import build_report
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.parser import parse_rationale
 
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # Traps installed before the page's own script: any payload that runs sets window.__xss or
 # calls alert(); any CSP violation (something the policy had to block) is recorded.
 TRAPS = """
@@ -84,42 +75,11 @@ CHECK_RENDERED = """
 """
 
 
-def _chromium_path(playwright: Any) -> str | None:
-    candidates = [
-        os.environ.get("VERIMOD_CHROMIUM"),
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-        "/usr/bin/chromium",
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file():
-            return candidate
-    bundled = playwright.chromium.executable_path
-    return bundled if bundled and Path(bundled).is_file() else None
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless Chromium, shared by the tests of this module; skips loudly without one."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip(
-            "REAL-BROWSER TESTS SKIPPED: the playwright package is missing — `pip install playwright` "
-            "(or `pip install -e .[test]`), and Chromium: `apt-get install chromium`"
-        )
-    with sync_playwright() as playwright:
-        executable = _chromium_path(playwright)
-        if executable is None:
-            pytest.skip(
-                "REAL-BROWSER TESTS SKIPPED: no Chromium found — `apt-get install chromium` "
-                "(or set VERIMOD_CHROMIUM to a Chromium/Chrome executable)"
-            )
-        browser = playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launch_browser() as launched:
+        yield launched
 
 
 class Page:

@@ -17,6 +17,7 @@ from verimod.cli.common import QuietOption, bad_input_exits, console
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError
 from verimod.report.tables import percent
+from verimod.tasks.varm.codebook import FIELDS
 
 review_app = typer.Typer(
     help="Rationale audit: groundedness, adequacy, coherence; judges, routing and human review.",
@@ -24,6 +25,7 @@ review_app = typer.Typer(
 )
 
 CHECKS, JUDGEMENTS, ROUTING, ITEMS = "checks.jsonl", "judgements.jsonl", "routing.jsonl", "items.jsonl"
+DATABASE = "review.sqlite"
 
 
 def _write_jsonl(path: Path, rows: Any) -> None:
@@ -83,7 +85,9 @@ def audit(
     audits = audit_items(items)
     _write_jsonl(out / ITEMS, (
         {"id": s.item.id, "item_id": s.item_id, "system": s.item.system, "text": s.item.text,
-         "context": s.item.context, "rationale": s.item.rationale}
+         "context": s.item.context, "rationale": s.item.rationale,
+         "reference": None if s.reference is None else {
+             f: getattr(s.reference, f) for f in FIELDS if getattr(s.reference, f) is not None}}
         for s in subjects
     ))  # fmt: skip
     _write_jsonl(out / CHECKS, (
@@ -132,16 +136,21 @@ def audit(
 def export(
     audit_dir: Annotated[Path, typer.Argument(help="The audit folder of `review audit`.")],
     sources: Annotated[list[Path], typer.Option("--source", help="The same sources as given to audit (repeatable).")],
-    sheets: Annotated[list[Path], typer.Option("--sheet", help="Filled review sheets (repeatable).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for adjudicated.jsonl and audit_table.json.")],
+    sheets: Annotated[list[Path] | None, typer.Option("--sheet", help="Filled review sheets (repeatable).")] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="The review app's database (default: AUDIT_DIR/review.sqlite if present)."),
+    ] = None,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Also write the audit table as JSON ('-': stdout).")
     ] = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Apply the reviewers' decisions: the reference records with their corrections
-    (adjudicated.jsonl) and the audit table — per system and dimension, the pass rate of the
-    final verdicts (reviewer, else judges' majority, else proxies) with Wilson 95% intervals.
+    """Apply the reviewers' decisions — from filled sheets and the review app's database — the
+    reference records with their corrections (adjudicated.jsonl) and the audit table: per system
+    and dimension, the pass rate of the final verdicts (reviewer, else judges' majority, else
+    proxies) with Wilson 95% intervals.
 
     Example: [bold]verimod review export audit/ --source runs/RUN --sheet audit/review.csv -o final/[/bold]
     """
@@ -152,10 +161,20 @@ def export(
     with bad_input_exits():
         subjects = audit_sources(sources)
         known = {s.item.id for s in subjects}
-        decisions = [d for path in sheets for d in read_decisions(path)]
+        decisions = [d for path in sheets or [] for d in read_decisions(path)]
+        database = db if db is not None else audit_dir / DATABASE
+        if db is not None and not db.is_file():
+            raise InputError.at("--db", None, None, f"no such database: {db}")
+        if database.is_file():
+            from verimod.review.store import DecisionStore
+
+            decisions += DecisionStore(database).current()
+        if not decisions:
+            raise InputError.at("--sheet", None, None, "no decision: give filled sheets or a review database")
         unknown = [d.item_id for d in decisions if d.item_id not in known]
         if unknown:
-            raise InputError.at(str(sheets[0]), None, "item_id", f"{unknown[0]!r} is not an item of the sources")
+            where = str(sheets[0]) if sheets else str(database)
+            raise InputError.at(where, None, "item_id", f"{unknown[0]!r} is not an item of the sources")
         summary_path = audit_dir / "summary.json"
         passes = json.loads(summary_path.read_text(encoding="utf-8")).get("passes", 0) if summary_path.exists() else 0
         judged = majority(load_judge_passes(audit_dir / JUDGEMENTS), passes) if passes else None
@@ -174,6 +193,36 @@ def export(
     if not quiet:
         console.print(_rates_table("rationale audit after review", rates))
         console.print(f"{len(decisions)} decision(s) applied → {out / 'adjudicated.jsonl'}", highlight=False)
+
+
+@review_app.command("serve")
+def serve(
+    audit_dir: Annotated[Path, typer.Argument(help="The audit folder of `review audit`.")],
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Decision database (default: AUDIT_DIR/review.sqlite).")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to bind (default: this machine only).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8765,
+) -> None:
+    """The review web app: each routed item with its comment, the rationale with anchors and
+    cited evidence highlighted, the parsed record and the reference; mark the three dimensions,
+    correct reference fields, move on by keyboard. Decisions are saved as they are made
+    (SQLite); several reviewers can work at once.
+
+    Example: [bold]verimod review serve audit/[/bold]  then open http://127.0.0.1:8765
+    """
+    with bad_input_exits():
+        try:
+            import uvicorn
+
+            from verimod.review.app import create_app
+        except ImportError as exc:
+            raise InputError.at(
+                "review serve", None, None, f"{exc.name} is missing: pip install 'verimod[review]'"
+            ) from None
+        app = create_app(audit_dir, db if db is not None else audit_dir / DATABASE)
+    console.print(f"reviewing {audit_dir} on http://{host}:{port}  (Ctrl+C to stop)", highlight=False, markup=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def register(app: typer.Typer) -> None:
