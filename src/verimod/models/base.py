@@ -165,5 +165,13 @@ class ModelBackend(ABC):
                 out.append(BackendError("model", f"{type(result).__name__}: {result}"))
         return out
 
+    async def generate_via_batch(self, request: ModelRequest) -> ModelResponse:
+        """:meth:`generate` for backends that implement :meth:`generate_batch` (in-process
+        models): one request as a batch of one, its error raised."""
+        (result,) = await self.generate_batch([request])
+        if isinstance(result, BackendError):
+            raise result
+        return result
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release connections, threads or model memory."""

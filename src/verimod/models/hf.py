@@ -152,10 +152,7 @@ class HfBackend(ModelBackend):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Answer one request (a batch of one)."""
-        (result,) = await self.generate_batch([request])
-        if isinstance(result, BackendError):
-            raise result
-        return result
+        return await self.generate_via_batch(request)
 
     async def generate_batch(self, requests: Sequence[ModelRequest]) -> list[ModelResponse | BackendError]:
         """Answer several requests: invalid ones get a client error, greedy ones with the same

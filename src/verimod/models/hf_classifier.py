@@ -108,10 +108,7 @@ class HfClassifierBackend(ModelBackend):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Classify one request (a batch of one)."""
-        (result,) = await self.generate_batch([request])
-        if isinstance(result, BackendError):
-            raise result
-        return result
+        return await self.generate_via_batch(request)
 
     async def generate_batch(self, requests: Sequence[ModelRequest]) -> list[ModelResponse | BackendError]:
         """Classify several requests in one forward pass; a request without input gets a client

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_lines
-from verimod.models.base import BackendOptions, ModelRequest, ModelResponse
+from tests.helpers.recording import Recording
+from verimod.models.base import BackendOptions
 from verimod.models.registry import create_backend
-from verimod.models.scripted import ScriptedBackend
 from verimod.tasks.softhate.generate import base_item, choose_locus, generate_amt
 from verimod.tasks.softhate.prompts import OutputParseError, parse_fields, softhate_prompts
 from verimod.tasks.softhate.schema import Level1Domain, Locus, SearchConfig, SearchTrace, Standpoint, TargetGroup, Tier
@@ -90,18 +90,6 @@ def scripted(tmp_path: Path, name: str, outputs: dict[str, str], errors: dict[st
     rows: list[dict[str, str]] = [{"id": k, "output": v} for k, v in outputs.items()]
     rows += [{"id": k, "error": v} for k, v in (errors or {}).items()]
     return write_lines(tmp_path / name, rows)  # type: ignore[arg-type]
-
-
-class Recording(ScriptedBackend):
-    """The scripted backend, remembering every request."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path), BackendOptions())
-        self.requests: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        return await super().generate(request)
 
 
 def no_shen(text: str) -> bool:

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import write_lines
+from tests.helpers.recording import Recording
 from verimod.core.errors import InputError
-from verimod.models.base import BackendOptions, GenerationParams, ModelRequest, ModelResponse
+from verimod.models.base import BackendOptions, GenerationParams
 from verimod.models.registry import create_backend
-from verimod.models.scripted import ScriptedBackend
 from verimod.resources import resource_path
 from verimod.tasks.softhate.groups import GroupTaxonomy, load_group_taxonomy
 from verimod.tasks.softhate.schema import Level1Domain, TargetGroup
@@ -90,18 +90,6 @@ def test_extraction_reads_json_and_keeps_every_failure(tmp_path):
         assert e.standpoint is None and e.target is None and not e.ok
     assert by_id["s-prose"].raw == ANSWERS["s-prose"]  # the raw output is kept
     assert by_id["s-failed"].raw == "" and by_id["s-absent"].raw == ""
-
-
-class Recording(ScriptedBackend):
-    """The scripted backend, remembering every request."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path), BackendOptions())
-        self.requests: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        return await super().generate(request)
 
 
 def test_extraction_requests_carry_ids_prompt_and_schema(tmp_path):

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_lines
-from verimod.models.base import BackendOptions, ModelRequest, ModelResponse
+from tests.helpers.recording import Recording
 from verimod.models.registry import create_backend
-from verimod.models.scripted import ScriptedBackend
 from verimod.tasks.softhate.schema import (
     AmtInstance,
     GeneratedItem,
@@ -94,16 +93,6 @@ class TableSimilarity:
 SIMS = TableSimilarity(
     {POSTS[f"{HV}/cand1"]: 0.9, POSTS[f"{HV}/cand2"]: 0.4, POSTS[f"{HV}/cand3"]: 0.8, POSTS[f"{HV}/cand6"]: 0.95}
 )
-
-
-class Recording(ScriptedBackend):
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path), BackendOptions())
-        self.requests: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        return await super().generate(request)
 
 
 def backends(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +13,9 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from tests.conftest import write_lines
 from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+from tests.helpers.recording import Recording
 from verimod.core.engine import EngineConfig
 from verimod.models import BackendOptions, create_backend
-from verimod.models.base import ModelRequest, ModelResponse
-from verimod.models.scripted import ScriptedBackend
 from verimod.tasks.varm.audit_checks import AuditItem
 from verimod.tasks.varm.audit_judge import (
     JudgeLine,
@@ -62,16 +60,6 @@ def test_prompt_carries_the_data_but_not_the_system():
     assert "无法解析" in judge_messages(AuditItem("y", "t", "没有锚点"))[1].content
 
 
-class Recording(ScriptedBackend):
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path), BackendOptions())
-        self.seen: list[ModelRequest] = []
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        self.seen.append(request)
-        return await super().generate(request)
-
-
 def test_passes_are_seeded_shuffled_resumable_and_recorded(tmp_path):
     outputs = {f"i{k}#p{p}": answer("pass", "pass" if p < 2 else "fail", "pass") for k in range(5) for p in range(3)}
     outputs["i3#p1"] = "no json here"
@@ -81,19 +69,19 @@ def test_passes_are_seeded_shuffled_resumable_and_recorded(tmp_path):
     out = tmp_path / "judgements.jsonl"
     engine = EngineConfig(max_concurrency=1, max_retries=0)
     asyncio.run(run_judge_passes(ITEMS, [judge], out, passes=3, seed=5, engine=engine))
-    orders = [[r.sample_id.split("#")[0] for r in judge.seen if r.sample_id.endswith(f"#p{p}")] for p in range(3)]
+    orders = [[r.sample_id.split("#")[0] for r in judge.requests if r.sample_id.endswith(f"#p{p}")] for p in range(3)]
     expected = [[f"i{k}" for k in np.random.default_rng([5, p]).permutation(5)] for p in range(3)]
     assert orders == expected and len({tuple(o) for o in orders}) > 1
-    assert [r.params.seed for r in judge.seen[::5]] == [5, 6, 7]
+    assert [r.params.seed for r in judge.requests[::5]] == [5, 6, 7]
     lines = load_judge_passes(out)
     assert len(lines) == 15
     by_key = {(line.item_id, line.index): line for line in lines}
     assert set(by_key[("i3", 1)].votes.values()) == {"invalid"}
     assert by_key[("i4", 2)].error and set(by_key[("i4", 2)].votes.values()) == {"invalid"}
     # a second run asks only what failed (the error line), not the answered or unreadable ones
-    judge.seen.clear()
+    judge.requests.clear()
     asyncio.run(run_judge_passes(ITEMS, [judge], out, passes=3, seed=5, engine=engine))
-    assert [r.sample_id for r in judge.seen] == ["i4#p2"]
+    assert [r.sample_id for r in judge.requests] == ["i4#p2"]
 
 
 def test_blinded_over_http(tmp_path):

@@ -38,6 +38,13 @@ def judged(verdict: str, unanimous: bool) -> dict[str, MajorityVerdict]:
     return {d: MajorityVerdict(verdict, votes, unanimous) for d in ("groundedness", "adequacy", "coherence")}  # type: ignore[arg-type]
 
 
+def write_csv(path, rows) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def test_route_reasons_and_seeded_sample():
     audits = [audit("a", adequacy="fail")] + [audit(f"c{k}") for k in range(20)] + [audit("j"), audit("u"), audit("n")]
     judges = {f"c{k}": judged("pass", True) for k in range(20)}
@@ -72,27 +79,18 @@ def test_sheet_round_trip_and_bad_cells(tmp_path):
     rows[0] |= {"groundedness": "pass", "adequacy": "否", "reviewer": "ann", "notes": "泛泛而谈"}
     rows[1] |= {"fix_label": "non_harmful", "fix_category": "non_attack", "reviewer": "bo"}
     filled = tmp_path / "filled.csv"
-    with filled.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(filled, rows)
     decisions = read_decisions(filled)
     assert decisions == [
         Decision(refs[0].id, "ann", {"groundedness": "pass", "adequacy": "fail"}, {}, "泛泛而谈"),
         Decision(refs[1].id, "bo", {}, {"label": "non_harmful", "category": "non_attack"}, ""),
     ]
     rows[2] |= {"coherence": "fine", "reviewer": "cy"}
-    with filled.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(filled, rows)
     with pytest.raises(InputError, match=r"filled.csv:4: field 'coherence': must be pass or fail"):
         read_decisions(filled)
     rows[2] |= {"coherence": "pass", "reviewer": "", "fix_stance": "attack"}
-    with filled.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(SHEET_COLUMNS))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(filled, rows)
     with pytest.raises(InputError, match=r"field 'fix_stance': must be one of"):
         read_decisions(filled)
     corrected = corrected_references(subjects, decisions)
