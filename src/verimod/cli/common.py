@@ -8,9 +8,12 @@ lines are printed plain and unwrapped: one problem, one line.
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -43,3 +46,12 @@ def bad_input_exits() -> Iterator[None]:
     except InputError as exc:
         typer.echo(f"error: {one_line(str(exc.problem), 1000)}", err=True)
         raise typer.Exit(2) from None
+
+
+def emit_json(json_out: str, payload: Any) -> None:
+    """Indented UTF-8 JSON to the file ``json_out``, or to stdout when it is ``-``."""
+    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    if json_out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(json_out).write_text(text, encoding="utf-8")

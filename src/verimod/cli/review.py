@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +12,7 @@ import typer
 from rich.table import Table
 
 from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
-from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.cli.common import QuietOption, bad_input_exits, console, emit_json
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError
 from verimod.report.tables import percent
@@ -183,13 +182,11 @@ def export(
     out.mkdir(parents=True, exist_ok=True)
     _write_jsonl(out / "adjudicated.jsonl", corrected_references(subjects, decisions))
     payload = {"table": [r.to_dict() for r in rates], "decisions": len(decisions)}
-    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
-    (out / "audit_table.json").write_text(text, encoding="utf-8")
-    if json_out == "-":
-        sys.stdout.write(text)
-        return
+    emit_json(str(out / "audit_table.json"), payload)
     if json_out:
-        Path(json_out).write_text(text, encoding="utf-8")
+        emit_json(json_out, payload)
+    if json_out == "-":
+        return
     if not quiet:
         console.print(_rates_table("rationale audit after review", rates))
         console.print(f"{len(decisions)} decision(s) applied → {out / 'adjudicated.jsonl'}", highlight=False)

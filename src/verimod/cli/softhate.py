@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -15,7 +14,7 @@ import typer
 from rich.table import Table
 
 from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
-from verimod.cli.common import QuietOption, bad_input_exits, console, err_console
+from verimod.cli.common import QuietOption, bad_input_exits, console, emit_json, err_console
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError, one_line
 from verimod.core.registry import UnknownNameError
@@ -39,15 +38,6 @@ def choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise InputError.at(option, None, None, f"choose from {', '.join(allowed)}; got {value!r}")
     return value
-
-
-def write_json(json_out: str, payload: Any) -> None:
-    """JSON to a file or (``-``) to stdout."""
-    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
-    if json_out == "-":
-        sys.stdout.write(text)
-    else:
-        Path(json_out).write_text(text, encoding="utf-8")
 
 
 @softhate_app.command("seeds")
@@ -111,7 +101,7 @@ def seeds(
     ]  # fmt: skip
     write_plain_items(out, rows)
     if report_path is not None:
-        write_json(str(report_path), dict(counts))
+        emit_json(str(report_path), dict(counts))
     if not quiet:
         say(f"{counts['kept']} seeds → {out}; {json.dumps(dict(counts), ensure_ascii=False)}")
 
@@ -287,7 +277,7 @@ def report(
         "verification": [v.to_dict() for v in verification],
     }
     if json_out:
-        write_json(json_out, payload)
+        emit_json(json_out, payload)
         if json_out == "-":
             return
     for model, (main, scaffold) in reports.items():

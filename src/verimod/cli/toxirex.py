@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
-from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console
+from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, emit_json, err_console
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError, one_line
 from verimod.models.base import GenerationParams
@@ -30,14 +30,6 @@ def _choices(option: str, given: str, allowed: tuple[str, ...]) -> list[str]:
     if wrong or not chosen:
         raise InputError.at(option, None, None, f"choose from {', '.join(allowed)}; got {given!r}")
     return chosen
-
-
-def _write_json(json_out: str, payload: dict[str, Any]) -> None:
-    text = json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
-    if json_out == "-":
-        sys.stdout.write(text)
-    else:
-        Path(json_out).write_text(text, encoding="utf-8")
 
 
 @toxirex_app.command("subthreads")
@@ -229,10 +221,10 @@ def evaluate(
             token_unit=cast(Any, token_unit), attitudes_matched_only=not all_attitude_pairs,
         )  # fmt: skip
     if json_out == "-":
-        _write_json("-", report.to_dict())
+        emit_json("-", report.to_dict())
         return
     if json_out:
-        _write_json(json_out, report.to_dict())
+        emit_json(json_out, report.to_dict())
     console.print(
         f"{report.n_comments} comments, {report.n_annotations} annotations; {report.n_missing} without a prediction, "
         f"{report.n_invalid} invalid (scored wrong)",
@@ -288,7 +280,7 @@ def agree(
         "categories": None if category_counts is None else category_counts.to_dict(),
     }
     if json_out:
-        _write_json(json_out, _nan_to_none(payload))
+        emit_json(json_out, _nan_to_none(payload))
         if json_out == "-":
             return
     table = Table(title=f"Fleiss' κ per variable (missing = {missing})")

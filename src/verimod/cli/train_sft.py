@@ -4,7 +4,6 @@ merging the adapter for serving."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console, safe
+from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, emit_json, err_console, safe
 from verimod.cli.train import select_split, train_app
 from verimod.core.errors import InputError
 from verimod.tasks.varm.io import load_references
@@ -135,10 +134,8 @@ def sft(
         except ImportError as exc:
             raise InputError.at("--model", None, None, str(exc)) from None
     summary = json.loads((out / "training.json").read_text(encoding="utf-8"))
-    if json_out == "-":
-        sys.stdout.write(json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
-    elif json_out is not None:
-        Path(json_out).write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    if json_out is not None:
+        emit_json(json_out, summary)
     if quiet or json_out == "-":
         return
     ended = "stopped early" if result.stopped_early else "finished"
