@@ -1,5 +1,5 @@
-"""``verimod review audit | export``: the rationale audit (proxies, blinded judge passes,
-routing to human review, review sheets) and its adjudicated export."""
+"""``verimod review audit | serve | export``: the rationale audit (proxies, blinded judge passes,
+routing to human review, review sheets), the review web app, and the adjudicated export."""
 
 from __future__ import annotations
 
@@ -102,7 +102,8 @@ def audit(
             backends, not no_cache,
         )  # fmt: skip
         with bad_input_exits():
-            judged = majority(load_judge_passes(out / JUDGEMENTS), passes)
+            audited = {item.id for item in items}  # lines of items audited earlier but not now are left out
+            judged = {k: v for k, v in majority(load_judge_passes(out / JUDGEMENTS), passes).items() if k in audited}
         agreement = pass_agreement(judged)
     routed = route(audits, judged, sample_rate=sample_rate, seed=seed)
     _write_jsonl(out / ROUTING, ({"id": r.item_id, "reasons": list(r.reasons)} for r in routed))
