@@ -28,6 +28,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path):
     assert bad_rank.exit_code == 2 and "--lora-r" in bad_rank.stderr
     missing = cli("train", "sft", "--model", tmp_path / "absent", "--out", tmp_path / "o")
     assert missing.exit_code == 2 and "--model" in missing.stderr and "absent" in missing.stderr
+    device = cli("train", "sft", "--model", tmp_path / "absent", "--out", tmp_path / "o", "--device", "tpu")
+    assert device.exit_code == 2 and "--device" in device.stderr and "\n" not in device.stderr.strip()
     merge = cli("train", "merge", "--model", "m", "--adapter", tmp_path, "--out", tmp_path / "m")
     assert merge.exit_code == 2 and "adapter_config.json" in merge.stderr
 

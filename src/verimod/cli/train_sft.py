@@ -122,17 +122,21 @@ def sft(
         last_dev = ["–"]
 
         def show(report: StepReport) -> None:
+            if not progress.live.is_started:  # shown from the first step on: setup errors stay one line
+                progress.start()
             if report.dev_loss is not None:
                 last_dev[0] = f"{report.dev_loss:.4f}"
             progress.update(task, completed=report.step, total=report.total, loss=f"{report.loss:.4f}", dev=last_dev[0])
 
         try:
-            with progress:
-                result = train_sft(config, train_refs, dev_refs, out, device=device, resume=resume, on_step=show)
+            result = train_sft(config, train_refs, dev_refs, out, device=device, resume=resume, on_step=show)
         except TrainingInputError as exc:
             raise InputError.at(exc.option, None, None, exc.message) from None
         except ImportError as exc:
             raise InputError.at("--model", None, None, str(exc)) from None
+        finally:
+            if progress.live.is_started:
+                progress.stop()
     summary = json.loads((out / "training.json").read_text(encoding="utf-8"))
     if json_out is not None:
         emit_json(json_out, summary)

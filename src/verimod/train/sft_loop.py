@@ -23,6 +23,7 @@ from typing import Any
 
 from verimod import __version__
 from verimod.models._local import package_version, require_module
+from verimod.models.base import BackendError
 from verimod.models.hf import dtype_keyword, local_model_path, torch_device
 from verimod.tasks.varm.prompts import load_prompt
 from verimod.tasks.varm.schema import VarmReference
@@ -131,7 +132,10 @@ def train_sft(
     import numpy as np
 
     started = time.perf_counter()
-    torch_dev = torch_device(torch, device, "train sft")
+    try:
+        torch_dev = torch_device(torch, device, "train sft")
+    except BackendError as exc:
+        raise TrainingInputError("--device", str(exc)) from None
     checkpoint = latest_checkpoint(out)
     recover_adapter(out)
     if checkpoint is None and resume:
