@@ -34,6 +34,22 @@ def test_cli_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path):
     assert merge.exit_code == 2 and "adapter_config.json" in merge.stderr
 
 
+def test_missing_training_packages_are_one_line(cli, tmp_path, monkeypatch):
+    import verimod.train.sft_loop as loop
+    from verimod.models._local import require_module
+
+    def without_peft(module: str, extra: str, purpose: str):
+        if module == "peft":
+            require_module("verimod_no_such_package", extra, purpose)
+        return require_module(module, extra, purpose)
+
+    monkeypatch.setattr(loop, "require_module", without_peft)
+    result = cli("train", "sft", "--model", tmp_path / "absent", "--out", tmp_path / "o")
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert "\n" not in message and "pip install 'verimod[train]'" in message
+
+
 # -- slow: a real CoT-SFT run -------------------------------------------------------------------
 
 

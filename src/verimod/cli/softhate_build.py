@@ -27,7 +27,7 @@ from verimod.core.errors import InputError
 from verimod.core.resumable import AppendLog
 from verimod.core.validation import validation_problems
 from verimod.data.jsonl import read_jsonl, write_jsonl
-from verimod.models.base import ModelBackend
+from verimod.models.base import BackendError, ModelBackend
 
 Record = TypeVar("Record", bound=BaseModel)
 
@@ -111,7 +111,7 @@ class Scorers:
             raise InputError.at(option, None, None, f"no such GGUF file: {path}")
         try:
             scorer = LlamaCppScorer(path)
-        except ImportError as exc:
+        except (ImportError, BackendError) as exc:  # llama-cpp-python missing
             raise InputError.at(option, None, None, str(exc)) from None
         self._closers.append(scorer.aclose)
         self._llamas[path.resolve()] = scorer

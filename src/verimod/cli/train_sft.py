@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, emit_json, err_console, safe
 from verimod.cli.train import select_split, train_app
 from verimod.core.errors import InputError
+from verimod.models.base import BackendError
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.starter import load_starter
@@ -132,7 +133,7 @@ def sft(
             result = train_sft(config, train_refs, dev_refs, out, device=device, resume=resume, on_step=show)
         except TrainingInputError as exc:
             raise InputError.at(exc.option, None, None, exc.message) from None
-        except ImportError as exc:
+        except (ImportError, BackendError) as exc:  # a missing optional package
             raise InputError.at("--model", None, None, str(exc)) from None
         finally:
             if progress.live.is_started:
@@ -180,7 +181,7 @@ def merge(
             folder = merge_adapter(model, adapter, out, dtype)
         except TrainingInputError as exc:
             raise InputError.at(exc.option, None, None, exc.message) from None
-        except ImportError as exc:
+        except (ImportError, BackendError) as exc:  # a missing optional package
             raise InputError.at("--model", None, None, str(exc)) from None
     if not quiet:
         console.print("Merged model: ", safe(str(folder), 1000), highlight=False)
