@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from verimod.core.errors import InputError, one_line
+from verimod.core.errors import InputError, MissingExtraError, one_line
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -40,11 +40,15 @@ def safe(text: str, limit: int = 400) -> Text:
 
 @contextmanager
 def bad_input_exits() -> Iterator[None]:
-    """Turn :class:`InputError` into one line on stderr and exit code 2 (never a traceback)."""
+    """Turn :class:`InputError` (and a missing optional package, :class:`MissingExtraError`) into
+    one line on stderr and exit code 2 (never a traceback)."""
     try:
         yield
     except InputError as exc:
         typer.echo(f"error: {one_line(str(exc.problem), 1000)}", err=True)
+        raise typer.Exit(2) from None
+    except MissingExtraError as exc:
+        typer.echo(f"error: {one_line(str(exc), 1000)}", err=True)
         raise typer.Exit(2) from None
 
 

@@ -70,3 +70,8 @@ def shown(value: object, limit: int = 60) -> str:
     """A short, safe rendering of an offending value for an error message."""
     text = repr(value)
     return one_line(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message names the extra to install.
+    Commands report it as one line with exit code 2, like bad input."""

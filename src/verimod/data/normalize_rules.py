@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache, partial
 from typing import Any
 
+from verimod.core.errors import MissingExtraError
 from verimod.data import normalize_chars as chars
 from verimod.data.normalize_config import NormalizeConfig, Placeholders
 from verimod.resources import resource_path
@@ -75,10 +76,6 @@ _MENTION_RE = re.compile(r"(?<![A-Za-z0-9._%+\-])@(?=[\w\-]*[^\W_])[\w\-]{1,30}(
 _TOPIC_RE = re.compile(r"(?<![A-Za-z0-9&])#+(?P<body>[^#\s]{1,40})#")
 _HAS_DIGIT_RE = re.compile(r"[0-9]")
 _HAS_ASCII_ALNUM_RE = re.compile(r"[A-Za-z0-9]")
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the message names the extra to install."""
 
 
 @dataclass(frozen=True)
