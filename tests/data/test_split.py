@@ -56,6 +56,23 @@ def test_components_stay_together_and_strata_balance():
             assert abs(share - report.overall_pp[stratum]) <= 1.0
 
 
+def test_groups_stay_together_with_near_duplicates():
+    texts, strata = corpus(600, seed=5)
+    rng = random.Random(9)
+    groups = [f"post-{rng.randrange(120)}" if rng.random() < 0.8 else None for _ in texts]
+    names, report = split_records(texts, strata, [0.7, 0.1, 0.2], ["train", "dev", "test"], seed=2, groups=groups)
+    by_group: dict[str, set[str]] = {}
+    for key, name in zip(groups, names, strict=True):
+        if key is not None:
+            by_group.setdefault(key, set()).add(name)
+    assert by_group and all(len(splits) == 1 for splits in by_group.values())
+    for group in components(len(texts), near_duplicate_pairs(texts, 95)):
+        assert len({names[i] for i in group}) == 1
+    assert sum(report.sizes.values()) == len(texts)
+    with pytest.raises(ValueError, match="group key"):
+        split_records(texts, strata, [0.5, 0.5], ["a", "b"], groups=groups[:-1])
+
+
 def test_deterministic_per_seed():
     texts, strata = corpus(500, seed=1)
     first = split_records(texts, strata, [400, 100, 40], ["a", "b", "c"], seed=7)[0]

@@ -3,7 +3,9 @@
 Contract of :func:`split_records`:
 
 1. Near-duplicate components (RapidFuzz ``fuzz.ratio`` ≥ ``threshold``, exact duplicates
-   included; :mod:`verimod.data.neardup`) are units: every component lands in one split.
+   included; :mod:`verimod.data.neardup`) are units: every component lands in one split. With
+   ``groups`` (one key per record, None: no group), records that share a key are linked too —
+   all comments under one post, say — so a unit is a connected component of both relations.
 2. Split sizes are counts (summing to N) or fractions (summing to 1, turned into counts by
    largest remainder). Each stratum (the tuple of the ``stratify`` fields' values; a missing
    value is its own value) gets a quota per split: its count apportioned in proportion to the
@@ -126,16 +128,19 @@ def split_records(
     threshold: float = 95.0,
     tolerance_pp: float = 1.0,
     stratify: Sequence[str] = (),
+    groups: Sequence[str | None] | None = None,
 ) -> tuple[list[str], SplitReport]:
     """The split name of every record, and the report (see the module docstring)."""
     n = len(texts)
     if len(strata) != n:
         raise ValueError("one stratum per text")
+    if groups is not None and len(groups) != n:
+        raise ValueError("one group key per text")
     if len(names) != len(sizes) or len(set(names)) != len(names):
         raise ValueError("give one distinct name per split size")
     counts = resolve_sizes(sizes, n)
     rng = random.Random(seed)
-    members = components(n, near_duplicate_pairs(texts, threshold))
+    members = components(n, [*near_duplicate_pairs(texts, threshold), *_group_links(groups)])
     in_group = {i for group in members for i in group}
     singletons = [i for i in range(n) if i not in in_group]
     stratum_counts = Counter(strata)
@@ -182,6 +187,20 @@ def split_records(
     return [names[s] for s in assignment], _report(
         strata, assignment, names, counts, members, seed, threshold, tolerance_pp, stratify
     )
+
+
+def _group_links(groups: Sequence[str | None] | None) -> list[tuple[int, int, float]]:
+    """Pairs (first record of a group, another record of it, 100.0) that chain each group."""
+    first: dict[str, int] = {}
+    links: list[tuple[int, int, float]] = []
+    for i, key in enumerate(groups or ()):
+        if key is None:
+            continue
+        if key in first:
+            links.append((first[key], i, 100.0))
+        else:
+            first[key] = i
+    return links
 
 
 def _label(stratum: Stratum) -> str:
