@@ -65,8 +65,10 @@ def _normalised(ref: VarmReference) -> dict[str, Any]:
 
 
 def _load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
-    cold = {split: [_normalised(r) for r in convert("cold", data / "cold" / f"{split}.csv").references]
-            for split in ("train", "dev", "test")}
+    cold = {
+        split: [_normalised(r) for r in convert("cold", data / "cold" / f"{split}.csv").references]
+        for split in ("train", "dev", "test")
+    }
     swsr = [_normalised(r) for r in convert("swsr", data / "swsr" / "SexComment.csv").references]
     return cold, swsr
 
@@ -76,8 +78,14 @@ def _swsr_split(swsr: list[dict[str, Any]]) -> dict[str, list[str]]:
     strata = [(r["label"], r["meta"]["original"].get("target") or "-") for r in swsr]
     groups = [r["meta"]["original"]["weibo_id"] for r in swsr]
     names, report = split_records(
-        texts, strata, SWSR_SPLIT_SHARES, ["train", "dev", "test"], seed=SEED, threshold=THRESHOLD,
-        stratify=["label", "target"], groups=groups,
+        texts,
+        strata,
+        SWSR_SPLIT_SHARES,
+        ["train", "dev", "test"],
+        seed=SEED,
+        threshold=THRESHOLD,
+        stratify=["label", "target"],
+        groups=groups,
     )
     by_split: dict[str, list[str]] = {"train": [], "dev": [], "test": []}
     for row, name in zip(swsr, names, strict=True):
@@ -108,7 +116,9 @@ def _stratum(row: dict[str, Any]) -> tuple[str, ...]:
     return ("swsr", row["label"], original.get("target") or "-", original.get("category") or "-")
 
 
-def _eligible(pool: list[dict[str, Any]], earlier: list[str], rng: random.Random) -> tuple[list[dict[str, Any]], Counter[str]]:
+def _eligible(
+    pool: list[dict[str, Any]], earlier: list[str], rng: random.Random
+) -> tuple[list[dict[str, Any]], Counter[str]]:
     """Pool items that near-duplicate no earlier-trained text, one per near-duplicate component."""
     excluded: Counter[str] = Counter()
     texts = [r["text"] for r in pool]
@@ -137,13 +147,19 @@ def _largest_remainder(weights: dict[Any, float], total: int) -> dict[Any, int]:
     return counts
 
 
-def _draw(eligible: list[dict[str, Any]], size: int, source_share: dict[str, float], harmful_share: dict[str, float],
-          rng: random.Random) -> list[dict[str, Any]]:
+def _draw(
+    eligible: list[dict[str, Any]],
+    size: int,
+    source_share: dict[str, float],
+    harmful_share: dict[str, float],
+    rng: random.Random,
+) -> list[dict[str, Any]]:
     per_source = _largest_remainder(source_share, size)
     drawn: list[dict[str, Any]] = []
     for source, n_source in per_source.items():
-        per_label = _largest_remainder({"harmful": harmful_share[source], "non_harmful": 1 - harmful_share[source]},
-                                       n_source)
+        per_label = _largest_remainder(
+            {"harmful": harmful_share[source], "non_harmful": 1 - harmful_share[source]}, n_source
+        )
         for label, n_label in per_label.items():
             cell = [r for r in eligible if r["meta"]["source"] == source and r["label"] == label]
             by_stratum: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
@@ -180,8 +196,12 @@ def main() -> None:
         "test": [r["text"] for r in pools["train"] + pools["dev"]],
     }
     report: dict[str, Any] = {
-        "seed": SEED, "threshold": THRESHOLD, "sizes": SIZES, "source_size": source_size,
-        "source_share": source_share, "harmful_share_by_source": harmful_share,
+        "seed": SEED,
+        "threshold": THRESHOLD,
+        "sizes": SIZES,
+        "source_size": source_size,
+        "source_share": source_share,
+        "harmful_share_by_source": harmful_share,
         "pooled_harmful_share": sum(harmful_share[s] * source_size[s] for s in source_size) / sum(source_size.values()),
         "splits": {},
     }
