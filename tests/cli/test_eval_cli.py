@@ -66,7 +66,7 @@ def test_eval_scripted_writes_a_complete_run(cli, tmp_path, data):
     }
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "completed" and manifest["counts"]["done"] == len(TEST)
-    assert manifest["prompt"]["version"] == "varm-prompts/1" and len(manifest["data"]["sha256"]) == 64
+    assert manifest["prompt"]["version"] == "varm-prompts/2" and len(manifest["data"]["sha256"]) == 64
     assert manifest["parser_version"] and manifest["verimod_version"] and manifest["finished_at"]
     scores = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     assert scores["jrem"] == 1.0 and scores["n"] == len(TEST)

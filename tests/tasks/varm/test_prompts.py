@@ -24,7 +24,7 @@ def test_builtin_settings_state_the_anchor_contract(setting):
 
 def test_versions_and_hashes_differ_per_setting():
     hashes = {load_prompt(s).sha256 for s in SETTINGS}
-    assert len(hashes) == 3 and {load_prompt(s).version for s in SETTINGS} == {"varm-prompts/1"}
+    assert len(hashes) == 3 and {load_prompt(s).version for s in SETTINGS} == {"varm-prompts/2"}
 
 
 def test_text_with_placeholders_stays_literal():

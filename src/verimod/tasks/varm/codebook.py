@@ -59,7 +59,9 @@ VOCABULARY: Final[dict[str, tuple[str, ...]]] = {
 #: The discrete fields, in anchor order.
 DISCRETE_FIELDS: Final = ("target_type", "target_explicitness", "stance", "label", "category")
 
-#: Phenomenon tags used by the bundled starter set (references may carry others).
+#: Phenomenon tags of the bundled sets (references may carry others); defined in the codebook
+#: resource ``resources/varm_codebook.md``: ``other_identity`` marks an attack on an identity outside
+#: the six categories (convention d), ``context_needed`` a decision that needs the parent post.
 PHENOMENON_TAGS: Final = (
     "direct_insult",
     "stereotype",
@@ -74,6 +76,8 @@ PHENOMENON_TAGS: Final = (
     "behaviour_criticism",
     "personal_account",
     "no_target",
+    "other_identity",
+    "context_needed",
 )
 
 #: Tags that mark a non-harmful item as *hard*: it carries abusive-looking cues.
