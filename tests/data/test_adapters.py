@@ -330,7 +330,7 @@ def test_hatecheck_stance_category_and_tags_from_functionality(tmp_path):
     expected = {
         "hatecheck-1": ("harmful", "attack_or_endorse", "gender", ["derog_neg_emote_h"]),
         "hatecheck-2": ("harmful", "attack_or_endorse", "sogi", ["slur_h"]),
-        "hatecheck-3": ("harmful", "attack_or_endorse", None, ["derog_dehum_h"]),
+        "hatecheck-3": ("harmful", "attack_or_endorse", "general_abuse", ["derog_dehum_h", "other_identity"]),
         "hatecheck-4": ("non_harmful", "oppose_attack", "non_attack", ["counter_quote_nh", "quotation", "opposition"]),
         "hatecheck-5": ("non_harmful", "neutral_mention", "non_attack", ["ident_pos_nh", "neutral_identity"]),
         "hatecheck-6": ("non_harmful", None, "non_attack", ["target_group_nh"]),
@@ -568,12 +568,10 @@ def test_real_hatecheck(shared_data):
         "oppose_attack": 314,
         None: 536,
     }
-    hateful_muslims = sum(1 for r in result.references if r.label == "harmful" and r.category is None)
-    assert hateful_muslims == sum(
-        1
-        for r in result.references
-        if r.label == "harmful" and r.meta["original"]["target_ident"] == "Muslims"  # type: ignore[index]
-    )
+    muslims = [r for r in result.references if r.label == "harmful" and r.meta["original"]["target_ident"] == "Muslims"]  # type: ignore[index]
+    assert muslims and all(r.category == "general_abuse" and "other_identity" in r.tags for r in muslims)
+    assert all("category" in r.meta["derived"] for r in muslims)  # type: ignore[index]
+    assert not any(r.label == "harmful" and r.category is None for r in result.references)
     assert Counter(r.category for r in result.references)["non_attack"] == 1165
 
 

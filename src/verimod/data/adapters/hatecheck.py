@@ -14,8 +14,9 @@ Mapping:
   ident_neutral_nh, ident_pos_nh → neutral_mention; the others are left unset.
 - category, hateful cases only, from ``target_ident`` (:data:`CATEGORY`): women → gender;
   trans people, gay people → sogi; disabled people → body_health; black people, immigrants →
-  region_ethnicity; Muslims → unset (religion is no VARM category). Non-hateful cases: non_attack
-  (derived; ``derive_non_attack``).
+  region_ethnicity. Muslims (a religion, outside the six categories) → general_abuse, *derived*,
+  with the tag ``other_identity``: the codebook's convention (d) for identities outside the six
+  (``resources/varm_codebook.md``). Non-hateful cases: non_attack (derived; ``derive_non_attack``).
 - target_type is not set: ``direction`` (general / directed) says whether a case addresses the
   group in general or someone in the second person, not whether one person or a group is attacked.
 - tags: the functionality, plus the VARM phenomenon tags it implies (:data:`PHENOMENA`).
@@ -80,7 +81,8 @@ NON_HATEFUL_UNSET = (
     "target_indiv_nh",
     "target_obj_nh",
 )
-#: target_ident → category (hateful cases); Muslims is deliberately absent (religion).
+#: target_ident → category (hateful cases); Muslims is absent: religion is outside the six
+#: categories, handled by :data:`OTHER_IDENTITIES` (codebook convention d).
 CATEGORY = {
     "women": "gender",
     "trans people": "sogi",
@@ -89,6 +91,8 @@ CATEGORY = {
     "black people": "region_ethnicity",
     "immigrants": "region_ethnicity",
 }
+#: target_ident outside the six categories → general_abuse (derived) + tag other_identity.
+OTHER_IDENTITIES = frozenset({"Muslims"})
 #: functionality → VARM phenomenon tags it implies.
 PHENOMENA = {
     "counter_quote_nh": ("quotation", "opposition"),
@@ -102,8 +106,8 @@ NOTES = (
     "non-protected targets, e.g. target_group_nh, target_indiv_nh)",
     "stance: annotated from the functionality (*_h → attack_or_endorse; counter_* → oppose_attack; "
     "ident_* → neutral_mention; others unset)",
-    "category: annotated from target_ident for hateful cases (Muslims: unset, religion is no VARM category); "
-    "non_attack for non-hateful cases (derived)",
+    "category: annotated from target_ident for hateful cases; Muslims (religion, outside the six categories) → "
+    "general_abuse, derived, tag other_identity (codebook convention d); non_attack for non-hateful cases (derived)",
     "tags: the functionality and the VARM phenomenon tags it implies",
 )
 SKIPPED_BY_OPTION = "functionality skipped by option"
@@ -172,7 +176,12 @@ def _convert_row(
     target = clean_text(record["target_ident"])
     fields: dict[str, Any] = {"label": label, "stance": stance}
     derived = []
-    if label == "harmful":
+    tags = [functionality, *PHENOMENA.get(functionality, ())]
+    if label == "harmful" and target in OTHER_IDENTITIES:
+        fields["category"] = "general_abuse"
+        derived.append("category")
+        tags.append("other_identity")
+    elif label == "harmful":
         fields["category"] = CATEGORY.get(target or "")
     elif derive_non_attack:
         fields["category"] = "non_attack"
@@ -188,6 +197,6 @@ def _convert_row(
         "id": f"{SOURCE}-{str(record['case_id']).strip()}",
         "text": text,
         **fields,
-        "tags": [functionality, *PHENOMENA.get(functionality, ())],
+        "tags": tags,
         "meta": make_meta(SOURCE, derived, original),
     }
