@@ -131,7 +131,9 @@ def check(batch_path: Path, notes_path: Path) -> list[str]:
             lines.append(f"{where}: id: {note['id']} annotated twice (first on line {seen[note['id']]})")
             continue
         seen[note["id"]] = number
-        lines.extend(f"{where}: {field}: {problem} [{note['id']}]" for field, problem in problems_of(items[note["id"]], note))
+        lines.extend(
+            f"{where}: {field}: {problem} [{note['id']}]" for field, problem in problems_of(items[note["id"]], note)
+        )
     for item_id in items:
         if item_id not in seen:
             lines.append(f"{notes_path}: id: {item_id} of the batch is not annotated")
