@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_pass import KEYS, problems_of  # noqa: E402
+from check_pass import KEYS, problems_of
 
 EXTRA = {"cot_from", "note"}
 
