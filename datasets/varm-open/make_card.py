@@ -20,6 +20,23 @@ ROOT = HERE.parents[1]
 RELEASE = ROOT / "src" / "verimod" / "resources" / "varm_open"
 SHARED = ROOT.parent / "shared" / "data"
 SPLITS = ("train", "dev", "test")
+SOURCES = (
+    (
+        "cold",
+        "COLD — Deng et al., *COLD: A Benchmark for Chinese Offensive Language Detection*, EMNLP 2022",
+        "Apache-2.0 (`LICENSE-COLD`)",
+        "train / dev / test CSV: comments from Zhihu and Weibo on race, region, gender, with offensive labels "
+        "(test: fine-grained)",
+    ),
+    (
+        "swsr",
+        "SWSR — Jiang et al., *SWSR: A Chinese dataset and lexicon for online sexism detection*, "
+        "Online Social Networks and Media 2022",
+        "MIT (`LICENSE-SWSR`, © 2022 Aiqi Jiang)",
+        "`SexComment.csv` comments (label, category, target) with the parent post of `SexWeibo.csv` as "
+        "`context`; commenter gender, location, likes and dates dropped (personal data)",
+    ),
+)
 
 
 def pct(x: float) -> str:
@@ -92,6 +109,11 @@ def main() -> None:
     test = [r for r in rows if r["split"] == "test"]
     normalised = Counter(rule for r in rows for rule in r["meta"]["normalisation"])
     labels = agreement["label_readings"]
+    leaked = {k: v["excluded"].get("near-duplicate of an earlier-trained text", 0) for k, v in sample["splits"].items()}
+    source_rows = "\n".join(
+        " | ".join(["", name, licence, what, f"{sum(r['meta']['source'] == key for r in rows):,}", ""]).strip()
+        for key, name, licence, what in SOURCES
+    )
     card = f"""# varm-open — data card
 
 **varm-open** is verimod's open VARM reference set: {len(rows):,} real Chinese social-media
@@ -103,8 +125,7 @@ dev {sizes["dev"]:,}, test {sizes["test"]:,}. File: `varm_open.jsonl` (one `Varm
 ## Sources and licences
 | source | licence | what was used | items |
 |---|---|---|---:|
-| COLD — Deng et al., *COLD: A Benchmark for Chinese Offensive Language Detection*, EMNLP 2022 | Apache-2.0 (`LICENSE-COLD`) | train / dev / test CSV: comments from Zhihu and Weibo on race, region, gender, with offensive labels (test: fine-grained) | {sum(r["meta"]["source"] == "cold" for r in rows):,} |
-| SWSR — Jiang et al., *SWSR: A Chinese dataset and lexicon for online sexism detection*, Online Social Networks and Media 2022 | MIT (`LICENSE-SWSR`, © 2022 Aiqi Jiang) | `SexComment.csv` comments (label, category, target) with the parent post of `SexWeibo.csv` as `context`; commenter gender, location, likes and dates dropped (personal data) | {sum(r["meta"]["source"] == "swsr" for r in rows):,} |
+{source_rows}
 
 Both licences allow redistribution of the texts and derived annotations with the licence and
 attribution, which this folder carries. Every record names its source file and row
@@ -117,10 +138,11 @@ remain under their sources' licences.
   `train.csv` + SWSR train. SWSR has no split; verimod's split (`resources/splits/swsr.json`:
   70/10/20, stratified by label and target, every near-duplicate component and every parent post
   in one split) is used.
-- Leakage: an item was eligible only if it near-duplicates (RapidFuzz `fuzz.ratio` ≥ {sample["threshold"]:.0f},
+- Leakage: an item was eligible only if it near-duplicates (RapidFuzz `fuzz.ratio`
+  ≥ {sample["threshold"]:.0f},
   after normalisation) no text of an earlier-trained pool — test items nothing in COLD train/dev
-  or SWSR train/dev ({sample["splits"]["test"]["excluded"].get("near-duplicate of an earlier-trained text", 0)} excluded),
-  dev items nothing in COLD train or SWSR train ({sample["splits"]["dev"]["excluded"].get("near-duplicate of an earlier-trained text", 0)} excluded) —
+  or SWSR train/dev ({leaked["test"]} excluded),
+  dev items nothing in COLD train or SWSR train ({leaked["dev"]} excluded) —
   and one item per near-duplicate component within a pool.
 - Quotas: sources in proportion to their pooled sizes (COLD {pct(sample["source_share"]["cold"])},
   SWSR {pct(sample["source_share"]["swsr"])}); within a source, the harmful share of the whole
