@@ -9,14 +9,14 @@ import json
 
 import pytest
 
+from tests.conftest import write_lines
+from tests.data.test_profile import ROWS
 from verimod.data.adapters import convert
 from verimod.data.jsonl import write_jsonl
 from verimod.data.neardup import deduplicate
 from verimod.data.profile_input import read_profile_input
 from verimod.data.profile_text import TraditionalScript
 from verimod.resources import resource_path
-from tests.conftest import write_lines
-from tests.data.test_profile import ROWS
 
 STARTER = resource_path("varm_starter.jsonl")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import write_lines
 from verimod.core.errors import InputError
 from verimod.data.profile import Share, profile_report
 from verimod.data.profile_input import read_profile_input
 from verimod.data.profile_text import TraditionalScript
-from tests.conftest import write_lines
 
 HAND = "hand"
 
