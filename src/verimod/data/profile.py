@@ -233,7 +233,7 @@ class Skeletons:
     @classmethod
     def of(cls, items: Sequence[ProfileItem]) -> Skeletons:
         """The skeletons of ``items``."""
-        pairs = [(skeleton(i.text, [i.target] if _has_target(i) else ()), _has_target(i)) for i in items]
+        pairs = [(skeleton(i.text, [i.target] if i.target and _has_target(i) else ()), _has_target(i)) for i in items]
         return cls(all=[s for s, _ in pairs], targeted=[s for s, targeted in pairs if targeted])
 
     def share(self, frame: str) -> Share:

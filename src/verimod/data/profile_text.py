@@ -163,6 +163,7 @@ class TraditionalScript:
             return char in self._table
         known = self._known.get(char)
         if known is None:
+            assert self._converter is not None
             known = self._converter.convert(char) != char and not _in_gb2312(char)
             self._known[char] = known
         return known

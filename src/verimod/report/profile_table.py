@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 
@@ -52,6 +53,24 @@ def _per_file(files: Sequence[FileProfile], cell: Callable[[FileProfile], str]) 
     return [cell(f) for f in files]
 
 
+def _attribute_cell(profile: FileProfile, path: str, subset: bool = False) -> str:
+    """The cell of a dotted attribute: a :class:`Share` as a share, a float with one decimal."""
+    value: object = profile
+    for name in path.split("."):
+        value = getattr(value, name)
+    if isinstance(value, Share):
+        return share_cell(value, subset)
+    return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+
+def _of_records(profile: FileProfile, count: int) -> str:
+    return share_cell(Share.of(count, profile.records))
+
+
+def _hard_negative_cell(profile: FileProfile) -> str:
+    return "– (untagged)" if profile.hard_negatives is None else share_cell(profile.hard_negatives, True)
+
+
 def _distribution_rows(files: Sequence[FileProfile]) -> list[Row]:
     """Value shares of each annotation field (a field no file annotates is left out)."""
     rows: list[Row] = []
@@ -70,47 +89,36 @@ def profile_rows(report: ProfileReport) -> list[Row]:
     """Every row of the side-by-side profile, grouped by section."""
     files = report.files
     t = f"{files[0].near_duplicates.threshold:g}"
-    rows: list[Row] = [
-        ("texts", "records", _per_file(files, lambda f: str(f.records))),
-        ("texts", "skipped (malformed)", _per_file(files, lambda f: str(f.skipped))),
+    simple = [
+        ("texts", "records", "records", False),
+        ("texts", "skipped (malformed)", "skipped", False),
+        *(("length (chars)", k, f"length.{k}", False) for k in ("p10", "p50", "p90", "max", "mean")),
+        *(("texts with", label, attribute, False) for label, attribute in TEXT_SHARES),
+        ("opens with its target", "all with a target", "opens_with_target", True),
+        ("opens with its target", "harmful", "opens_with_target_harmful", True),
+        (f"near-duplicates ≥ {t}", "pairs", "near_duplicates.pairs", False),
+        (f"near-duplicates ≥ {t}", "components", "near_duplicates.components", False),
     ]
-    for label in ("p10", "p50", "p90", "max"):
-        rows.append(("length (chars)", label, _per_file(files, lambda f, k=label: str(getattr(f.length, k)))))
-    rows.append(("length (chars)", "mean", _per_file(files, lambda f: f"{f.length.mean:.1f}")))
-    for label, attribute in TEXT_SHARES:
-        rows.append(("texts with", label, _per_file(files, lambda f, a=attribute: share_cell(getattr(f, a)))))
+    rows: list[Row] = [
+        (section, label, _per_file(files, partial(_attribute_cell, path=path, subset=subset)))
+        for section, label, path, subset in simple
+    ]
     rows += [
-        (
-            "opens with its target",
-            "all with a target",
-            _per_file(files, lambda f: share_cell(f.opens_with_target, True)),
-        ),
-        ("opens with its target", "harmful", _per_file(files, lambda f: share_cell(f.opens_with_target_harmful, True))),
-        (f"near-duplicates ≥ {t}", "pairs", _per_file(files, lambda f: str(f.near_duplicates.pairs))),
-        (f"near-duplicates ≥ {t}", "components", _per_file(files, lambda f: str(f.near_duplicates.components))),
         (
             f"near-duplicates ≥ {t}",
             "texts in components",
-            _per_file(files, lambda f: share_cell(Share.of(f.near_duplicates.members, f.records))),
+            [_of_records(f, f.near_duplicates.members) for f in files],
         ),
         (
             f"near-duplicates ≥ {t}",
             "redundant (a dedup drops)",
-            _per_file(files, lambda f: share_cell(Share.of(f.near_duplicates.redundant, f.records))),
+            [_of_records(f, f.near_duplicates.redundant) for f in files],
         ),
     ]
     rows += _distribution_rows(files)
-    rows.append(
-        (
-            "tags",
-            "non-harmful that are hard cases",
-            _per_file(
-                files, lambda f: "– (untagged)" if f.hard_negatives is None else share_cell(f.hard_negatives, True)
-            ),
-        )
-    )
+    rows.append(("tags", "non-harmful that are hard cases", _per_file(files, _hard_negative_cell)))
     for tag in dict.fromkeys(tag for f in files for tag in f.tags):
-        rows.append(("tags", tag, _per_file(files, lambda f, g=tag: share_cell(Share.of(f.tags.get(g, 0), f.records)))))
+        rows.append(("tags", tag, [_of_records(f, f.tags.get(tag, 0)) for f in files]))
     for section, frame_rows in (("frames (texts containing)", report.frames), ("target frames", report.target_frames)):
         for frame in frame_rows:
             rows.append((section, frame.frame, [share_cell(s, TARGET_MARK in frame.frame) for s in frame.shares]))
