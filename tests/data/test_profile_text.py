@@ -143,11 +143,15 @@ def _brute_force_frames(skeletons, min_n, max_n, min_texts):
     return frequent, sorted(closed, key=lambda g: (-frequent[g], -len(g), g))
 
 
-def test_frames_match_brute_force_on_random_texts():
+@pytest.mark.parametrize(("min_n", "max_n", "min_texts"), [(3, 5, 2), (1, 3, 2), (2, 6, 3), (4, 6, 2)])
+def test_frames_match_brute_force_on_random_texts(min_n, max_n, min_texts):
     rng = random.Random(11)
-    alphabet = "就是人,Ⓣ"
+    alphabet = "就是人,Ⓣ𠀀"  # 𠀀: a Han character beyond the BMP
     for _ in range(30):
         skeletons = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 20))) for _ in range(20)]
-        frequent, closed = _brute_force_frames(skeletons, 3, 5, 2)
-        assert document_frequencies(skeletons, 3, 5, 2) == frequent
-        assert [f.frame for f in repeated_frames(skeletons, top=1000, min_n=3, max_n=5)] == closed
+        frequent, closed = _brute_force_frames(skeletons, min_n, max_n, min_texts)
+        assert document_frequencies(skeletons, min_n, max_n, min_texts) == frequent
+        for top in (1, 3, 10, 1000):  # the pruned search of the top frames finds the same
+            found = repeated_frames(skeletons, top=top, min_n=min_n, max_n=max_n, min_texts=min_texts)
+            assert [f.frame for f in found] == closed[:top]
+            assert all(f.texts == frequent[f.frame] for f in found)
