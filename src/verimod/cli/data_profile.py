@@ -53,8 +53,8 @@ def profile(
     are hard cases, and near-duplicates (exact join at --threshold) — side by side with the
     --against files.
 
-    Example: [bold]verimod data profile varm-open.jsonl --against cold_test.jsonl --against
-    src/verimod/resources/varm_starter.jsonl --json profile.json[/bold]
+    Example: [bold]verimod data profile src/verimod/resources/varm_starter.jsonl --against
+    cold_test.jsonl --json profile.json[/bold]
     """
     from verimod.data.neardup_bounds import check_threshold
     from verimod.data.profile import profile_report
