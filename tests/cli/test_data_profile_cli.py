@@ -73,6 +73,17 @@ def test_table_md_and_csv(cli, files, tmp_path):
     assert quiet.exit_code == 0 and quiet.stdout == ""
 
 
+def test_format_json_and_lone_surrogates(cli, tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"text": "好的\\ud800好的"}\n{"text": "好的\\ud800好的"}\n', encoding="utf-8")
+    as_format = cli("data", "profile", path, "--format", "json")
+    as_json = cli("data", "profile", path, "--json", "-")
+    assert as_format.exit_code == as_json.exit_code == 0 and as_format.stdout == as_json.stdout
+    report = json.loads(as_json.stdout)["files"][0]
+    assert report["frames"][0]["frame"] == "好的\ud800好的" and report["near_duplicates"]["pairs"] == 1
+    assert cli("data", "profile", path).exit_code == 0
+
+
 def test_csv_output_guards_formula_cells(cli, tmp_path):
     path = write_lines(tmp_path / "f.jsonl", [{"text": "好的", "split": "=cmd"}])
     rows = list(csv.reader(io.StringIO(cli("data", "profile", path, "--format", "csv").stdout)))

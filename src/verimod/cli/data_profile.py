@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.cli.common import QuietOption, bad_input_exits, console, err_console
 from verimod.cli.data import EncodingOpt, OnErrorOpt, TextField, Threshold, data_app
 from verimod.core.errors import InputError, one_line
 from verimod.data.jsonl import write_json
@@ -89,9 +89,10 @@ def profile(
             for problem in data.skipped:
                 typer.echo(f"skipped: {one_line(str(problem))}", err=True)
             inputs.append(data)
-        report = profile_report(inputs, threshold=threshold, top_frames=frames, workers=workers)
+        with err_console.status("profiling …"):
+            report = profile_report(inputs, threshold=threshold, top_frames=frames, workers=workers)
     if json_out == "-":
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(f"{render_profile(report, 'json')}\n")
     elif json_out:
         write_json(json_out, report.model_dump(mode="json"))
     if quiet or json_out == "-":

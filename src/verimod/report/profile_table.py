@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -136,8 +137,9 @@ def _csv_safe(cell: str) -> str:
 
 def render_profile(report: ProfileReport, fmt: ProfileFormat) -> str | Table:
     """The report as a Rich table (``table``) or as text (``md``, ``csv``, ``json``)."""
-    if fmt == "json":
-        return report.model_dump_json(indent=2)
+    if fmt == "json":  # lone surrogates (possible in JSON input) as \ud800-style escapes
+        text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=2)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
     headers, rows = _headers(report), profile_rows(report)
     if fmt == "table":
         table = Table(title="data profile (shares of texts; frames: Ⓣ target, Ⓝ digits, Ⓛ Latin)", header_style="bold")
