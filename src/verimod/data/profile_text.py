@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
+from verimod.core.errors import MissingExtraError
 from verimod.data.normalize_chars import HAN, emoticon_pattern, remove_emoji
 from verimod.data.normalize_filters import text_length
 from verimod.resources import resource_path
@@ -143,7 +144,9 @@ class TraditionalScript:
     def __init__(self, method: Literal["auto", "opencc", "table"] = "auto") -> None:
         converter = _opencc_t2s() if method in ("auto", "opencc") else None
         if method == "opencc" and converter is None:
-            raise ImportError("OpenCC is not installed: pip install 'verimod[data]'")
+            raise MissingExtraError(
+                "the OpenCC script test needs OpenCC, which is not installed: pip install 'verimod[data]'"
+            )
         self._converter = converter
         self._known: dict[str, bool] = {}
         if converter is None:
