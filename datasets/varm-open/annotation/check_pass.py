@@ -7,8 +7,8 @@ when every item of the batch is annotated once and every annotation is admissibl
 - closed fields admissible; the gold fields of the batch line unchanged (``label`` is taken
   from the gold and must not be restated differently);
 - the record satisfies the codebook constraints (``verimod.tasks.varm.codebook``);
-- an ``explicit`` target occurs in the comment (after NFKC, case-insensitive), an ``implicit``
-  one is a non-empty referent; no brackets in the target;
+- an ``explicit`` target occurs in the comment (after NFKC, case-insensitive; coordinated spans
+  joined by ``、`` each occur), an ``implicit`` one is a non-empty referent; no brackets in it;
 - the rationale ``cot`` parses (verimod's anchor parser) to exactly this record, with the
   canonical format, is 60–260 characters long, and quotes the comment: at least one “…” / 「…」
   / "…" passage of ≥ 2 characters that occurs in the comment or its context;
@@ -60,8 +60,9 @@ def problems_of(item: dict[str, Any], note: dict[str, Any]) -> list[tuple[str, s
         return found
     if any(b in target for b in "[]【】［］"):
         found.append(("target", "brackets are not allowed in a target"))
-    if record["target_explicitness"] == "explicit" and _fold(target) not in _fold(item["text"]):
-        found.append(("target", f"explicit target {target!r} does not occur in the comment"))
+    spans = [_fold(part) for part in target.split("、")]
+    if record["target_explicitness"] == "explicit" and not all(part and part in _fold(item["text"]) for part in spans):
+        found.append(("target", f"explicit target {target!r} does not occur in the comment (spans joined by 、 may)"))
     values = [record[f] for f in FIELDS]
     for name in codebook_violations_of(values):
         found.append(("record", f"breaks the codebook constraint {name}"))
