@@ -11,9 +11,21 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
+from verimod.cli.backend_options import (
+    ApiKeyEnv,
+    BaseUrl,
+    Concurrency,
+    ContextSize,
+    Device,
+    NoCache,
+    Retries,
+    Threads,
+    Timeout,
+    Transport,
+    backend_from_options,
+    run_with_backend,
+)
 from verimod.cli.common import QuietOption, bad_input_exits, console, emit_json
-from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError, one_line
 from verimod.report.tables import percent
 from verimod.tasks.varm.codebook import FIELDS
@@ -60,6 +72,11 @@ def audit(
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
     max_concurrency: Concurrency = 16,
+    timeout: Timeout = 120.0,
+    retries: Retries = 6,
+    threads: Threads = None,
+    context_size: ContextSize = None,
+    device: Device = None,
     no_cache: NoCache = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -77,8 +94,8 @@ def audit(
         audit_table,
         blind_sheet,
         route,
-        source_of,
         sheet_rows,
+        source_of,
         write_sheet,
     )
 
@@ -90,7 +107,9 @@ def audit(
         if Path(sheet).suffix.lower() not in (".csv", ".jsonl") or Path(sheet).name != sheet:
             raise InputError.at("--sheet", None, None, f"a file name ending in .csv or .jsonl, got {sheet!r}")
         subjects = audit_sources(sources)
-        backends = [backend_from_options(spec, base_url, api_key_env, "--judge") for spec in judges or []]
+        transport = Transport(max_concurrency, timeout, retries, threads, context_size, device)
+        engine = transport.engine()
+        backends = [backend_from_options(spec, base_url, api_key_env, "--judge", transport) for spec in judges or []]
     out.mkdir(parents=True, exist_ok=True)
     items = [s.item for s in subjects]
     audits = audit_items(items)
@@ -107,7 +126,6 @@ def audit(
     judged = None
     agreement = None
     if backends:
-        engine = EngineConfig(max_concurrency=max_concurrency)
         run_with_backend(
             lambda cache: run_judge_passes(items, backends, out / JUDGEMENTS, passes=passes, seed=seed,
                                            temperature=temperature, engine=engine, cache=cache),
