@@ -188,3 +188,19 @@ def test_bad_input(cli, tmp_path):
     sheet.write_text("item_id,adequacy,reviewer\nnope,pass,ann\n", encoding="utf-8")
     unknown = cli("review", "export", tmp_path / "o", "--source", refs, "--sheet", sheet, "-o", tmp_path / "f")
     assert unknown.exit_code == 2 and "'nope'" in unknown.stderr
+
+
+def test_judge_passes_take_the_transport_options(cli, tmp_path, monkeypatch):
+    from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    refs = [json.loads(r.model_dump_json(exclude_none=True)) for r in load_starter("dev")[:2]]
+    data = write_lines(tmp_path / "refs.jsonl", refs)
+    behaviour = FakeOpenAI(default=lambda _user: verdict_json("pass", "pass", "pass"), delay_s=2.0)
+    with FakeOpenAIServer(behaviour) as server:
+        result = cli("review", "audit", data, "-o", tmp_path / "audit", "--judge", "openai:judge", "--base-url",
+                     server.base_url, "--passes", "1", "--timeout", "0.3", "--retries", "1", "--no-cache")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert sorted(behaviour.hits.values()) == [2, 2]  # one pass per item, 1 + 1 retry each
+    judgements = lines(tmp_path / "audit" / "judgements.jsonl")
+    assert all("no answer within 0.3 s" in j["error"] for j in judgements)
