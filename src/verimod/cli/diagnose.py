@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,7 @@ from rich.table import Table
 from verimod.cli.common import bad_input_exits, console, err_console, safe
 from verimod.report.tables import percent
 from verimod.tasks.varm.errors import analyse_errors
-from verimod.tasks.varm.evaluate import load_run
+from verimod.tasks.varm.evaluate import ScoredRun, load_run
 from verimod.tasks.varm.uncertainty import metric_intervals, scorer_of
 
 diagnose_app = typer.Typer(
@@ -190,7 +191,7 @@ AllowDifferentItems = Annotated[
 ]
 
 
-def comparable_runs(scored: list, allow_different_items: bool) -> str | None:  # type: ignore[type-arg]
+def comparable_runs(scored: Sequence[ScoredRun], allow_different_items: bool) -> str | None:
     """None when the runs cover the same items; else an input error naming
     --allow-different-items, or (with it) the difference, to be shown beside the numbers."""
     from verimod.core.errors import InputError

@@ -83,7 +83,7 @@ def run_figures(
         scorer = scorer_of(run.references, run.items)
         intervals = per_class_intervals(scorer, "category", n_resamples, seed)
         category_f1[name] = {c: (i.estimate or 0.0, i.low, i.high) for c, i in intervals.items()}
-        support = Counter(r.category for r in run.references)
+        support: Counter[str | None] = Counter(r.category for r in run.references)
         category_counts[name] = {c: support[c] for c in intervals}
         for matrix in confusion_matrices(scorer):
             rows = [(label, row) for label, row in zip(matrix.labels, matrix.counts, strict=True) if any(row)]
