@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-from rich.table import Table
 
 from verimod.cli.backend_options import (
     ApiKeyEnv,
@@ -28,9 +27,9 @@ from verimod.cli.backend_options import (
     run_with_backend,
 )
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, emit_json, err_console
+from verimod.cli.toxirex_tables import kappa_table, print_evaluation
 from verimod.core.errors import InputError, one_line
 from verimod.models.base import GenerationParams
-from verimod.report.tables import percent
 
 toxirex_app = typer.Typer(help="ToxiREX: toxic reasoning in conversational context.", no_args_is_help=True)
 
@@ -159,59 +158,6 @@ def predict(
         )
 
 
-def _scores_table(report: Any, mode: str, settings: list[str], group: str = "") -> Table:
-    caption = "invalid: unparseable or missing predictions among the n items (scored wrong)"
-    columns = ["variable", "setting", "n", "invalid", "P", "R", "F1", "Prior"]
-    if mode == "random":
-        columns.insert(3, "draws")
-        caption += "; draws: share of the draws with items (medians over those; n/a when under half)"
-    if mode == "majority":
-        columns.insert(3, "no majority")
-        caption += "; no majority: comments left out, no label had more than half of the annotators"
-    table = Table(
-        title=f"weighted precision / recall / F1 beside the Prior (%), annotation mode {mode}{group}", caption=caption
-    )
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("variable", "setting") else "right")
-    for variable in dict.fromkeys(r.variable for r in report.scores):
-        for k, setting in enumerate(settings):
-            r = report.score(variable, setting, mode)
-            extra = []
-            if mode == "random":
-                extra = [f"{100 * r.nonempty_share:.0f} %"]
-            elif mode == "majority":
-                extra = [_count(r.n_no_majority)]
-            table.add_row(
-                variable if k == 0 else "", setting, _count(r.n), *extra, _count(r.n_invalid), percent(r.precision, 1),
-                percent(r.recall, 1), percent(r.f1, 1), percent(r.prior, 1), end_section=k == len(settings) - 1,
-            )  # fmt: skip
-    return table
-
-
-def _count(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:g}"
-
-
-def _jaccard_table(report: Any, group: str = "") -> Table:
-    table = Table(title=f"token spans: mean Jaccard (%){group}", caption="draws: share of the samples with items")
-    for column in ("variable", "mode", "n", "draws", "Jaccard", "both empty"):
-        table.add_column(column, justify="left" if column in ("variable", "mode") else "right")
-    for row in report.jaccard:
-        table.add_row(row.variable, row.mode, _count(row.n), f"{100 * row.nonempty_share:.0f} %",
-                      percent(row.mean, 1), _count(row.n_both_empty))  # fmt: skip
-    return table
-
-
-def _attitude_table(report: Any, group: str = "") -> Table:
-    title = f"attitudes: ordinal errors (pairs off by 0 / 1 / 2 / 3+ steps; Not applicable apart){group}"
-    table = Table(title=title)
-    for column in ("attitude", "0", "1", "2", "3+", "NA both", "NA mismatch", "n"):
-        table.add_column(column, justify="left" if column == "attitude" else "right")
-    for name, t in report.attitudes.items():
-        table.add_row(name, *(str(v) for v in t.steps.values()), str(t.na_both), str(t.na_mismatch), str(t.n))
-    return table
-
-
 @toxirex_app.command("evaluate")
 def evaluate(
     annotations_path: Annotated[Path, typer.Argument(help="Annotations (JSONL; several annotators per comment).")],
@@ -278,7 +224,7 @@ def evaluate(
         if json_out == "-":
             return
     for name, shown_report in [("", report), *((f" · {by} = {g}", r) for g, r in by_group.items())]:
-        _print_evaluation(shown_report, chosen_modes, chosen_settings, name)
+        print_evaluation(shown_report, chosen_modes, chosen_settings, name)
 
 
 ByOption = Annotated[
@@ -293,26 +239,6 @@ def _groups(annotations: Any, by: str | None, path: Path) -> dict[str, Any]:
         return {}
     _choices("--by", by, GROUP_KEYS)
     return group_annotations(annotations, cast(Any, by), str(path))
-
-
-def _print_evaluation(report: Any, modes: list[str], settings: list[str], group: str) -> None:
-    console.print(
-        f"{report.n_comments} comments, {report.n_annotations} annotations{group}; {report.n_missing} without a "
-        f"prediction, {report.n_invalid} invalid (scored wrong)",
-        highlight=False,
-        soft_wrap=True,
-    )
-    for mode in modes:
-        console.print(_scores_table(report, mode, settings, group))
-    console.print(_jaccard_table(report, group))
-    summary = report.summary
-    console.print(
-        f"summary sentences (n = {summary.n}): {json.dumps(summary.counts)}; small differences by slot: "
-        f"{json.dumps(summary.small_difference_slots)}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    console.print(_attitude_table(report, group))
 
 
 @toxirex_app.command("agree")
@@ -372,28 +298,13 @@ def agree(
         emit_json(json_out, _nan_to_none(payload))
         if json_out == "-":
             return
-    console.print(_kappa_table(rows, missing, bootstrap))
+    console.print(kappa_table(rows, missing, bootstrap))
     for name, group in by_group.items():
-        console.print(_kappa_table(group, missing, bootstrap, f" · {by} = {name}"))
+        console.print(kappa_table(group, missing, bootstrap, f" · {by} = {name}"))
     if sheet is not None:
         console.print(f"{len(template)} disagreements to categorise → {sheet}", highlight=False, soft_wrap=True)
     if category_counts is not None:
         console.print(f"categories: {json.dumps(category_counts.to_dict()['total'])}", highlight=False)
-
-
-def _kappa_table(rows: list[Any], missing: str, bootstrap: int, group: str = "") -> Table:
-    table = Table(
-        title=f"Fleiss' κ per variable (missing = {missing}){group}",
-        caption=f"undefined: resamples (of {bootstrap}) where κ is undefined (one category); † the interval rests on "
-        "the others only",
-    )
-    for column in ("variable", "comments", "κ", "95% CI", "undefined"):
-        table.add_column(column, justify="left" if column == "variable" else "right")
-    for r in rows:
-        interval = "n/a" if math.isnan(r.low) else f"{r.low:.3f}–{r.high:.3f}" + (" †" if r.interval_marked else "")
-        kappa = "n/a" if math.isnan(r.kappa) else f"{r.kappa:.3f}"
-        table.add_row(r.variable, str(r.n_items), kappa, interval, str(r.n_undefined))
-    return table
 
 
 def _nan_to_none(value: Any) -> Any:
