@@ -204,3 +204,11 @@ def test_judge_passes_take_the_transport_options(cli, tmp_path, monkeypatch):
     assert sorted(behaviour.hits.values()) == [2, 2]  # one pass per item, 1 + 1 retry each
     judgements = lines(tmp_path / "audit" / "judgements.jsonl")
     assert all("no answer within 0.3 s" in j["error"] for j in judgements)
+
+
+def test_serve_refuses_an_allowed_host_that_is_not_a_host_name(cli, tmp_path):
+    refs = [json.loads(r.model_dump_json(exclude_none=True)) for r in load_starter("dev")[:2]]
+    data = write_lines(tmp_path / "refs.jsonl", refs)
+    assert cli("review", "audit", data, "-o", tmp_path / "audit").exit_code == 0
+    result = cli("review", "serve", tmp_path / "audit", "--allowed-host", "http://review.lab/")
+    assert result.exit_code == 2 and "--allowed-host" in result.stderr and "\n" not in result.stderr.strip()
