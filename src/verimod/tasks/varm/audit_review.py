@@ -25,11 +25,12 @@ verdict or correction are skipped (not reviewed yet).
 **Blinding** (``--blind``, the default for review): a blinded reviewer sees neither the system
 that wrote a rationale nor the judges' votes. :func:`blind_reasons` keeps only the proxy
 failures of the routing reasons (the judges' verdicts, and ``sampled`` — which says the judges
-and proxies found nothing — are hidden). When the items come from several sources (runs
-or files, whose ids carry the source), :func:`blind_order` interleaves them in a seeded order (``numpy.random.default_rng(seed)
-.permutation``), and :func:`blind_sheet` empties the ``system`` and ``judge_votes`` columns and
-writes codes (``b0001`` …, in that order) in place of the source-prefixed audit ids; the key
-(code → audit id, :data:`BLIND_KEY` in the audit folder) is read back by :func:`read_decisions`.
+and proxies found nothing — are hidden). When the items come from several sources (runs or
+files, whose ids carry the source), :func:`blind_order` interleaves them in a seeded order
+(``numpy.random.default_rng(seed).permutation``), and :func:`blind_sheet` empties the
+``system`` and ``judge_votes`` columns and writes codes (``b0001`` …, in that order) in place of
+the source-prefixed audit ids; the key (code → audit id, :data:`BLIND_KEY` in the audit folder)
+is read back by :func:`read_decisions`.
 
 **Audit table** (:func:`audit_table`): per system and dimension, the final verdict of each
 item — the reviewers' majority where reviewed (a tie is ``fail``; an adjudicator's verdict,
