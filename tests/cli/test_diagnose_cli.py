@@ -112,3 +112,71 @@ def test_report_command_writes_one_self_contained_file(cli, two_runs, tmp_path):
     assert "Content-Security-Policy" in html
     again = cli("report", two_runs[0], two_runs[0], "-o", out)
     assert again.exit_code == 2 and "twice" in again.stderr
+
+
+@pytest.fixture
+def short_run(cli, tmp_path, two_runs):
+    """A third run over the first 30 test items only."""
+    data = write_lines(tmp_path / "short.jsonl", [r.model_dump(exclude_none=True) for r in TEST[:30]])
+    outputs, _ = demo_outputs(TEST[:30], seed=3)
+    answers = write_lines(tmp_path / "a3.jsonl", [{"id": k, "output": v} for k, v in outputs.items()])
+    args = ("eval", "--model", f"scripted:{answers}", "--data", data, "--runs-dir", tmp_path / "short-runs", "--quiet")
+    assert cli(*args).exit_code == 0
+    (run,) = (tmp_path / "short-runs").iterdir()
+    return run
+
+
+def test_runs_over_different_items_are_refused_or_marked(cli, two_runs, short_run, tmp_path):
+    for command in (("report", "-o", tmp_path / "r.html"), ("diagnose", "plots", "-o", tmp_path / "p")):
+        refused = cli(*command, two_runs[0], short_run, "--bootstrap", "10")
+        assert refused.exit_code == 2, refused.stdout
+        (line,) = refused.stderr.strip().splitlines()
+        assert f": {len(TEST)}" in line and ": 30" in line and "--allow-different-items" in line
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "p").exists()
+    shown = cli("report", two_runs[0], short_run, "-o", tmp_path / "r.html", "--bootstrap", "10",
+                "--allow-different-items")  # fmt: skip
+    assert shown.exit_code == 0, shown.stderr
+    assert 'id="different-items"' in (tmp_path / "r.html").read_text(encoding="utf-8")
+    plotted = cli("diagnose", "plots", two_runs[0], short_run, "-o", tmp_path / "p", "--bootstrap", "10",
+                  "--allow-different-items")  # fmt: skip
+    assert plotted.exit_code == 0 and "different items" in plotted.stderr
+    assert cli("report", *two_runs, "-o", tmp_path / "same.html", "--bootstrap", "10").exit_code == 0
+
+
+def test_every_bar_of_the_run_figures_carries_its_item_count(two_runs):
+    from verimod.report.figures import cue_jrem, run_figures
+    from verimod.tasks.varm.evaluate import load_run
+
+    runs = [load_run(r) for r in two_runs]
+    figures = run_figures(runs, 10, 0, cue_jrem(runs))
+    for stem in ("mismatch", "shapley", "category-f1", "cue-families"):
+        for ax in figures[stem].axes:
+            bars = len(ax.patches) if stem != "shapley" else len(runs)
+            assert sum("n=" in t.get_text() for t in ax.texts) == bars > 0, stem
+    shapley = [t.get_text() for t in figures["shapley"].axes[0].texts]
+    assert all(t.endswith(f"n={len(TEST)}") for t in shapley)
+
+
+def test_plots_subset_draws_the_cue_figure_over_the_challenge_subsets(cli, two_runs, tmp_path):
+    from verimod.report.figures import cue_jrem
+    from verimod.tasks.varm.cues import cue_subset_ids
+    from verimod.tasks.varm.evaluate import load_run
+    from verimod.tasks.varm.io import load_references
+
+    subset = tmp_path / "cues.jsonl"
+    assert cli("diagnose", "cue-subset", tmp_path / "data.jsonl", subset, "--ratio", "3:2").exit_code == 0
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert cli("diagnose", "plots", *two_runs, "-o", whole, "--bootstrap", "10").exit_code == 0
+    result = cli("diagnose", "plots", *two_runs, "-o", part, "--bootstrap", "10", "--subset", subset)
+    assert result.exit_code == 0, result.stderr
+    assert (part / "cue-families.svg").read_bytes() != (whole / "cue-families.svg").read_bytes()
+    assert (part / "mismatch.svg").read_bytes() == (whole / "mismatch.svg").read_bytes()
+    ids = cue_subset_ids(load_references(subset))
+    counts = cue_jrem([load_run(two_runs[0])], ids).counts
+    reports = json.loads(cli("diagnose", "cues", two_runs[0], "--subset", subset, "--json").stdout)
+    assert next(iter(counts.values())) == {
+        f["family"]: (f["n_harmful"], f["n_non_harmful"]) for f in reports[0]["families"]
+    }
+    plain = write_lines(tmp_path / "plain.jsonl", [r.model_dump(exclude_none=True) for r in TEST[:3]])
+    bad = cli("diagnose", "plots", *two_runs, "-o", tmp_path / "x", "--subset", plain)
+    assert bad.exit_code == 2 and "cue-subset" in bad.stderr

@@ -246,6 +246,91 @@ def test_agree_kappa_matches_statsmodels_and_sheet_counts(cli, tmp_path):
     assert [total[c] for c in categories] == [sum(1 for k in range(len(rows)) if k % 3 == i) for i in range(3)]
 
 
+def test_predict_takes_the_transport_options(cli, subthreads_file, tmp_path):
+    """--timeout and --retries reach the engine: a server slower than the timeout is asked
+    1 + retries times per sub-thread, then the comments are request_failed."""
+    threads = load_subthreads(subthreads_file)[:2]
+    write_lines(subthreads_file, lines(subthreads_file)[:2])
+    behaviour = FakeOpenAI(default=lambda _user: _thread_output([]), delay_s=2.0)
+    out = tmp_path / "preds.jsonl"
+    with FakeOpenAIServer(behaviour) as server:
+        result = cli("toxirex", "predict", subthreads_file, out, "-m", "openai:toy", "--base-url", server.base_url,
+                     "--timeout", "0.3", "--retries", "1", "--no-cache")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        assert sorted(behaviour.hits.values()) == [2] * len(threads)
+    assert {p["errorClass"] for p in lines(out)} == {"request_failed"}
+    assert "no answer within 0.3 s" in lines(out)[0]["error"]
+    assert "grammar-constrained" not in result.stderr  # no warning for a served model
+    bad = cli("toxirex", "predict", subthreads_file, out, "-m", "openai:toy", "--timeout", "0")
+    assert bad.exit_code == 2 and "--timeout" in bad.stderr
+
+
+@pytest.mark.slow
+def test_predict_with_a_gguf_model_on_the_cpu_warns_and_takes_local_options(cli, subthreads_file, tmp_path):
+    from tests.models.local_model import gguf_or_skip
+
+    model = gguf_or_skip()
+    write_lines(subthreads_file, lines(subthreads_file)[:1])
+    out = tmp_path / "preds.jsonl"
+    result = cli("toxirex", "predict", subthreads_file, out, "-m", f"gguf:{model}", "--threads", "2",
+                 "--context-size", "8192", "--max-tokens", "8", "--timeout", "900", "--retries", "0")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "grammar-constrained (JSON-schema) decoding" in result.stderr and "--timeout 900" in result.stderr
+    assert len(lines(out)) == len(load_subthreads(subthreads_file)[0].comment_ids)
+    too_small = cli("toxirex", "predict", subthreads_file, out, "-m", f"gguf:{model}", "--context-size", "100")
+    assert too_small.exit_code == 2 and "--context-size" in too_small.stderr
+
+
+def test_evaluate_random_mode_shows_the_share_of_empty_draws_and_majority_and_by_language(cli, tmp_path):
+    rows = lines(FIXTURES / "annotations.jsonl")
+    options = ["--modes", "random,majority", "--variables", "hasOther,toxicity", "--by", "lang", "--json", "-"]
+    result = cli("toxirex", "evaluate", FIXTURES / "annotations.jsonl", FIXTURES / "predictions.jsonl", *options)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert list(report["groups"]) == ["en", "nl", "zh"]
+    for group in [report, *report["groups"].values()]:
+        for row in group["scores"]:
+            if row["mode"] == "random" and row["nonempty_share"] < 0.5:
+                assert row["f1"] is None and row["precision"] is None  # never 100 % of nothing
+            if row["n"] == 0:
+                assert row["f1"] is None
+    zh = {(r["variable"], r["setting"], r["mode"]): r for r in report["groups"]["zh"]["scores"]}
+    assert report["groups"]["zh"]["n_comments"] == len({r["commentId"] for r in rows if r["lang"] == "zh"})
+    assert zh[("toxicity", "propagated", "majority")]["n"] == report["groups"]["zh"]["n_comments"]
+    # one comment, only a1 of three reached the implication: most random draws have no item
+    one = [{"threadId": "t", "commentId": "e0", "annotator": a, "lang": "en", "reasoning": r}
+           for a, r in (("a1", full()), ("a2", {"toxicity": False, "counternarrative": False}),
+                        ("a3", {"toxicity": False, "counternarrative": False}))]  # fmt: skip
+    gold = write_lines(tmp_path / "one.jsonl", one)
+    pred = write_lines(tmp_path / "pred.jsonl", [{"threadId": "t", "commentId": "e0", "reasoning": full()}])
+    args = ("toxirex", "evaluate", gold, pred, "--modes", "random", "--variables", "implPolarity", "--settings",
+            "conditional", "--seed", "4")  # fmt: skip
+    as_json = json.loads(cli(*args, "--json", "-").stdout)["scores"][0]
+    share = float(np.mean(np.random.default_rng(4).integers(0, [3], size=(100, 1))[:, 0] == 0))
+    assert as_json["nonempty_share"] == pytest.approx(share) and share < 0.5
+    assert as_json["n"] == 0 and as_json["f1"] is None and as_json["precision"] is None
+    shown = cli(*args).stdout
+    row = next(x for x in shown.splitlines() if "implPolarity" in x)
+    assert f"{100 * share:.0f} %" in row and row.count("n/a") == 4 and "100.0" not in row
+    unlabelled = write_lines(tmp_path / "a.jsonl", [{k: v for k, v in r.items() if k != "lang"} for r in rows])
+    no_lang = cli("toxirex", "agree", unlabelled, "--by", "lang")
+    assert no_lang.exit_code == 2 and "has no lang" in no_lang.stderr
+
+
+def test_agree_by_language_and_undefined_resamples(cli):
+    result = cli(
+        "toxirex", "agree", FIXTURES / "annotations.jsonl", "--by", "lang", "--bootstrap", "200", "--json", "-"
+    )
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["missing"] == "complete" and list(report["groups"]) == ["en", "nl", "zh"]
+    for rows in [report["kappa"], *report["groups"].values()]:
+        for row in rows:
+            assert row["n_resamples"] == (200 if row["n_items"] else 0) and 0 <= row["n_undefined"] <= 200
+    shown = cli("toxirex", "agree", FIXTURES / "annotations.jsonl", "--by", "lang", "--bootstrap", "200")
+    assert "lang = zh" in shown.stdout and "undefined" in shown.stdout
+
+
 def test_schema_command_prints_the_structured_output_schema(cli):
     result = cli("toxirex", "schema")
     assert result.exit_code == 0

@@ -50,6 +50,51 @@ def test_missing_training_packages_are_one_line(cli, tmp_path, monkeypatch):
     assert "\n" not in message and "pip install 'verimod[train]'" in message
 
 
+# -- a tiny random model: progress lines, the training prompt checked at eval time -----------------
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.train.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def test_plain_progress_off_a_terminal_and_the_prompt_checked_at_eval(cli, tiny, tmp_path, monkeypatch):
+    """Off a terminal (a log file, CI) train sft writes plain step lines; an eval of the adapter
+    with another prompt warns with both prompt hashes, with the training prompt it does not; the
+    manifest keeps the adapter's absolute path even when it was given relative."""
+    from tests.train.tiny_model import OTHER_PROMPT, write_prompt
+    from verimod.tasks.varm.prompts import load_prompt
+
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    prompt, other = write_prompt(tmp_path), write_prompt(tmp_path, OTHER_PROMPT, "other.json")
+    train, dev = _records_file(tmp_path / "train.jsonl", "train", 8), _records_file(tmp_path / "dev.jsonl", "dev", 2)
+    result = cli("train", "sft", "--model", tiny, "--out", "sft", "--train", train, "--dev", dev, "--prompt-template",
+                 prompt, "--max-steps", "4", "--eval-every", "2", "--batch-size", "2", "--grad-accum", "1",
+                 "--lora-r", "4", "--max-length", "512")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    steps = [line for line in result.stderr.splitlines() if line.startswith("step ")]
+    assert [line.split(" · ")[0] for line in steps] == [f"step {k}/4" for k in (1, 2, 3, 4)]
+    assert " · dev " in steps[1] and "dev –" in steps[0] and "loss " in steps[0]
+    adapter = (tmp_path / "sft" / "adapter").resolve()
+    assert f"--adapter {adapter}" in result.stdout  # the printed command works from anywhere
+
+    data = _records_file(tmp_path / "data.jsonl", "test", 1)
+    args = ("eval", "--model", f"hf:{tiny}", "--adapter", "sft/adapter", "--data", data, "--max-tokens", "4",
+            "--runs-dir", "runs", "--no-cache", "--quiet")  # fmt: skip
+    mismatched = cli(*args, "--prompt-template", other)
+    assert mismatched.exit_code == 0, mismatched.stderr
+    trained_hash, eval_hash = load_prompt("zero-shot", prompt).sha256, load_prompt("zero-shot", other).sha256
+    assert trained_hash in mismatched.stderr and eval_hash in mismatched.stderr and "warning:" in mismatched.stderr
+    matched = cli(*args, "--prompt-template", prompt)
+    assert matched.exit_code == 0 and "warning:" not in matched.stderr
+    manifests = [json.loads(m.read_text(encoding="utf-8")) for m in (tmp_path / "runs").glob("*/manifest.json")]
+    assert len(manifests) == 2
+    assert {m["backend_options"]["adapter"] for m in manifests} == {str(adapter)}
+
+
 # -- slow: a real CoT-SFT run -------------------------------------------------------------------
 
 

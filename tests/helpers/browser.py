@@ -39,8 +39,9 @@ def chromium_path(playwright: Any) -> str | None:
 
 
 @contextmanager
-def launch_browser() -> Iterator[Any]:
-    """A launched headless Chromium (closed on exit); skips the test without one."""
+def launch_browser(extra_args: tuple[str, ...] = ()) -> Iterator[Any]:
+    """A launched headless Chromium (closed on exit); skips the test without one. ``extra_args``
+    are added to the command line (e.g. ``--host-resolver-rules=…``)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -55,7 +56,7 @@ def launch_browser() -> Iterator[Any]:
                 "REAL-BROWSER TESTS SKIPPED: no Chromium found — `apt-get install chromium` "
                 "(or set VERIMOD_CHROMIUM to a Chromium/Chrome executable)"
             )
-        browser = playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
+        browser = playwright.chromium.launch(executable_path=executable, args=[*LAUNCH_ARGS, *extra_args])
         try:
             yield browser
         finally:

@@ -61,7 +61,7 @@ CHECK_RENDERED = """
   const withHandlers = Array.from(document.querySelectorAll("*"))
     .filter((e) => Array.from(e.attributes).some((a) => a.name.toLowerCase().startsWith("on"))).length;
   const foreign = document.querySelectorAll(
-    "iframe, object, embed, svg, math, base, video, audio, details, textarea, frame, a[href], " +
+    "iframe, object, embed, svg, math, base, video, audio, details, textarea, frame, a[href]:not([href^='#']), " +
     "body script:not(#report-data):not([nonce])"
   ).length;
   return {
@@ -178,10 +178,16 @@ def test_no_payload_runs_anywhere_in_the_page(browser, tmp_path, bypass_csp):
 def test_filters_open_an_item_anchors_and_mismatch_marks(browser, tmp_path):
     run = mixed_run(tmp_path / "runs")
     other, _ = payload_run()
-    report = build_report([run, other], tmp_path / "mixed.html", figures={"f": svg_figure()})
+    with pytest.raises(ValueError, match="different items"):
+        build_report([run, other], tmp_path / "mixed.html")
+    report = build_report(
+        [run, other], tmp_path / "mixed.html", figures={"f": svg_figure()}, allow_different_items=True
+    )
     view = Page(browser)
     try:
         page = view.open(report)
+        banner = page.locator("#different-items")
+        assert banner.is_visible() and "128" in banner.inner_text() and "0 in all of them" in banner.inner_text()
         n = len(run.items)
         assert page.text_content("#match-count") == f"{n} of {n} items"
         page.select_option("#filter-j", "0")
@@ -298,6 +304,59 @@ def test_twenty_thousand_items_page_quickly(browser, tmp_path_factory):
             f"max {max(turns):.1f} ms; J filter {filtered * 1000:.0f} ms; search (with 150 ms debounce) "
             f"{searched * 1000:.0f} ms"
         )
+        view.assert_quiet(report)
+    finally:
+        view.close()
+
+
+# The VARM-Bench headline numbers: label F1, JREM, HER-C, HER-L, Parse.
+HEADLINE = ("Label", "JREM", "HER-C", "HER-L", "Parse")
+HEADER_BOXES = """
+(names) => {
+  const table = document.getElementById("summary-table");
+  const wrap = table.closest(".table-wrap") || table.parentElement;
+  const view = wrap.getBoundingClientRect();
+  const boxes = {};
+  for (const th of table.querySelectorAll("thead th")) {
+    const name = names.find((n) => th.textContent.trim().startsWith(n));
+    if (name && !(name in boxes)) {
+      const r = th.getBoundingClientRect();
+      boxes[name] = {left: r.left, right: r.right};
+    }
+  }
+  return {boxes, wrapLeft: view.left, wrapRight: view.right, innerWidth: window.innerWidth,
+          scrollLeft: wrap.scrollLeft, tableWidth: table.getBoundingClientRect().width};
+}
+"""
+
+
+def test_headline_columns_are_visible_at_1400_px_with_long_run_ids(browser, tmp_path):
+    """Two runs with long ids and a 95% interval under every number: the five headline headers
+    lie inside the visible part of the table at a 1,400 px wide window, without scrolling."""
+    from verimod.report.html import SUMMARY_COLUMNS
+
+    long_ids = ["20261201-134846-qwen2.5-72b-instruct-awq-taxonomy-k8-seed-0", "20261201-152210-baseline-zero-shot"]
+    runs = [mixed_run(tmp_path / "runs", run_id) for run_id in long_ids]
+    intervals = {r: {key: (0.5, 0.4123, 0.6789) for _, key in SUMMARY_COLUMNS} for r in long_ids}
+    report = build_report(runs, tmp_path / "wide.html", intervals=intervals)
+    view = Page(browser)
+    try:
+        page = view.open(report)
+        found = page.evaluate(HEADER_BOXES, list(HEADLINE))
+        assert found["innerWidth"] == 1400 and found["scrollLeft"] == 0
+        assert set(found["boxes"]) == set(HEADLINE)
+        visible_right = min(found["wrapRight"], found["innerWidth"])
+        for name, box in found["boxes"].items():
+            assert found["wrapLeft"] <= box["left"] and box["right"] <= visible_right, (name, box, found)
+        # the run is named by a short label; its id is in the tooltip
+        first = page.locator("#summary-table tbody th.run .run-name").first
+        assert long_ids[0] in (first.get_attribute("title") or "")
+        assert long_ids[0] not in (first.text_content() or "")
+        # the table of contents leads to the sections
+        page.click("#contents a[href='#items']")
+        assert page.evaluate("location.hash") == "#items"
+        for anchor in page.eval_on_selector_all("#contents a", "as => as.map(a => a.getAttribute('href'))"):
+            assert page.locator(anchor).count() == 1, anchor
         view.assert_quiet(report)
     finally:
         view.close()

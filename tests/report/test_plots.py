@@ -449,3 +449,39 @@ def test_font_family_names_only_installed_fonts():
     assert family[0] == BASE_FONT
     installed = {entry.name for entry in font_manager.fontManager.ttflist}
     assert set(family) <= installed
+
+
+# --- item counts on every bar ------------------------------------------------------------------
+
+
+def _count_labels(ax) -> list[str]:
+    return [t for t in texts(ax) if "n=" in t]
+
+
+def test_every_bar_says_how_many_items_it_rests_on():
+    counts = {name: {f: 10 * (i + 1) + j for j, f in enumerate(MISMATCH_FIELDS)} for i, name in enumerate(MISMATCH)}
+    (ax,) = mismatch_bars(MISMATCH, counts=counts).axes
+    labels = _count_labels(ax)
+    assert len(labels) == len(ax.patches) == 17
+    assert "31.2\nn=10" in labels and "11.4\nn=15" in labels  # first run: target and category
+    assert not any(label.endswith(f"n={counts['GPT-5.5 zero-shot']['category']}") for label in labels)  # its gap
+
+    (ax,) = shapley_bars(SHAPLEY, counts={"Qwen2.5-7B CoT-SFT": 30, "GPT-5.5": 2, "odd": 128}).axes
+    assert [t.split("\n")[1] for t in _count_labels(ax)] == ["n=30", "n=2", "n=128"]
+
+    cue_counts = {run: {family: (3 + k, 2) for k, family in enumerate(CUES[run])} for run in CUES}
+    figure = cue_family_bars(CUES, counts=cue_counts)
+    assert len(figure.axes) == len(CUES)
+    for ax in figure.axes:
+        assert len(_count_labels(ax)) == len(ax.patches) > 0
+    assert "100\nn=1" in _count_labels(
+        cue_family_bars({"r": {"gender": (1.0, 0.5)}}, counts={"r": {"gender": (1, 4)}}).axes[0]
+    )
+
+    support = {run: dict.fromkeys(F1[run], 12) for run in F1}
+    (ax,) = per_category_f1(F1, counts=support).axes
+    assert _count_labels(ax) == ["n=12"] * len(ax.patches)
+    with pytest.raises(ValueError, match="no item count"):
+        mismatch_bars(MISMATCH, counts={"baseline": {}})
+    with pytest.raises(ValueError, match="no item count"):
+        shapley_bars(SHAPLEY, counts={"odd": 1})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -93,6 +94,7 @@ def test_review_by_keyboard_persists_escapes_and_exports(server, audit, tmp_path
         page.wait_for_url(running.base + "/item/2")
         page.keyboard.press("a")
         page.select_option("#fix_label", "non_harmful")
+        page.select_option("#fix_category", "non_attack")  # the codebook: non_harmful ⇔ non_attack
         page.keyboard.press("Enter")
         page.wait_for_url(running.base + "/item/3")
         assert page.evaluate("window.__xss") is None
@@ -196,3 +198,103 @@ def test_concurrent_reviewers_lose_no_write_and_forms_are_checked(server, audit)
 
     assert asyncio.run(attacks()) == [403, 403, 400, 1]
     assert len(store.history()) == 80  # nothing saved by the refused posts
+
+
+def _raw(base: str, method: str, path: str, headers: dict[str, str], body: str = "") -> tuple[int, dict[str, str], str]:
+    """One HTTP request over a plain socket to the real server, with exactly these headers."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    port = urlsplit(base).port
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for name, value in {**headers, "Content-Length": str(len(body.encode()))}.items():
+        connection.putheader(name, value)
+    connection.endheaders(body.encode())
+    response = connection.getresponse()
+    result = response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+    connection.close()
+    return result
+
+
+def test_dns_rebinding_requests_are_refused(server):
+    """A page on attacker.example that rebinds its name to 127.0.0.1 sends Host and Origin of
+    attacker.example (and whatever cookie it set for itself): refused before any route."""
+    running, db = server
+    port = running.base.rsplit(":", 1)[1]
+    evil = f"attacker.example:{port}"
+    status, headers, body = _raw(running.base, "GET", "/", {"Host": evil})
+    assert status == 400 and "set-cookie" not in headers and "csrf" not in body
+    form = "csrf=forged&groundedness=fail&notes=forged"
+    forged = {"Host": evil, "Origin": f"http://{evil}", "Cookie": "verimod_csrf=forged; verimod_reviewer=eve",
+              "Content-Type": "application/x-www-form-urlencoded"}  # fmt: skip
+    status, _, _ = _raw(running.base, "POST", "/item/1", forged, form)
+    assert status == 400
+    from verimod.review.store import DecisionStore
+
+    assert DecisionStore(db).history() == []  # the forged decision was not saved
+    for host in ("", "attacker.example", f"127.0.0.1.attacker.example:{port}", "127.0.0.1:99999", "a b"):
+        assert _raw(running.base, "GET", "/", {"Host": host} if host else {})[0] == 400, host
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", "127.0.0.1"):
+        assert _raw(running.base, "GET", "/", {"Host": host})[0] == 200, host
+    # the same forged post with a trusted Host is still refused by the CSRF origin check
+    status, _, _ = _raw(running.base, "POST", "/item/1", forged | {"Host": f"127.0.0.1:{port}"}, form)
+    assert status == 403 and DecisionStore(db).history() == []
+
+
+def test_a_rebinding_page_in_a_real_browser_and_an_allowed_host(audit, tmp_path):
+    """Chromium resolves attacker.example and review.lab to 127.0.0.1 (as a rebinding DNS
+    server would): the attacker's name gets the refusal, the name given with --allowed-host the
+    app."""
+    from verimod.review.app import create_app
+
+    with Server(create_app(audit["audit"], tmp_path / "r.sqlite", allowed_hosts=["review.lab"])) as running:
+        port = running.base.rsplit(":", 1)[1]
+        rules = "--host-resolver-rules=MAP attacker.example 127.0.0.1, MAP review.lab 127.0.0.1"
+        with launch_browser((rules,)) as browser:
+            page = browser.new_context().new_page()
+            response = page.goto(f"http://attacker.example:{port}/")
+            assert response is not None and response.status == 400
+            assert "does not serve that Host" in page.inner_text("body")
+            assert page.context.cookies() == []
+            response = page.goto(f"http://review.lab:{port}/")
+            assert response is not None and response.status == 200
+            assert page.locator("#reviewer").count() == 1
+    with pytest.raises(ValueError, match="not a host name"):
+        create_app(audit["audit"], tmp_path / "r.sqlite", allowed_hosts=["review.lab:8765"])
+
+
+def test_blind_review_hides_systems_and_judge_votes(tmp_path):
+    from typer.testing import CliRunner
+
+    from verimod.cli.app import app
+    from verimod.review.app import create_app
+
+    refs = [json.loads(r.model_dump_json(exclude_none=True)) for r in load_starter("dev")[:3]]
+    first, second = write_lines(tmp_path / "alpha-run.jsonl", refs), write_lines(tmp_path / "beta-run.jsonl", refs)
+    folder = tmp_path / "audit"
+    args = ["review", "audit", str(first), str(second), "-o", str(folder), "--sample-rate", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ids = [json.loads(x)["id"] for x in (folder / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    votes = {"groundedness": "fail", "adequacy": "pass", "coherence": "pass"}
+    write_lines(folder / "judgements.jsonl", [{"item_id": i, "pass": 0, "votes": votes} for i in ids])
+
+    def pages(blind: bool) -> list[str]:
+        with Server(create_app(folder, tmp_path / f"{blind}.sqlite", blind=blind)) as running:
+            import urllib.request
+
+            return [urllib.request.urlopen(running.base + path, timeout=10).read().decode()
+                    for path in ["/", *(f"/item/{n}" for n in range(1, len(ids) + 1))]]  # fmt: skip
+
+    blind, open_ = pages(True), pages(False)
+    for page in blind:
+        assert "alpha-run" not in page and "beta-run" not in page and 'id="votes"' not in page
+        assert "judge_fail" not in page and "non_unanimous" not in page and 'id="system"' not in page
+    assert "blind review" in blind[1]
+    assert any("alpha-run/" in page for page in open_) and any('id="votes"' in page for page in open_[1:])
+    shown = [re.search(r'id="item-id">([^<]*)<', page).group(1) for page in blind[1:]]  # type: ignore[union-attr]
+    assert sorted(shown) == sorted(r["id"] for r in refs for _ in range(2))
+    # the two sources are interleaved (seeded), not shown in blocks
+    opened = [re.search(r'id="item-id">([^<]*)<', page).group(1) for page in open_[1:]]  # type: ignore[union-attr]
+    assert [o.split("/")[0] for o in opened] == ["alpha-run"] * 3 + ["beta-run"] * 3

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from verimod.cli.common import bad_input_exits, console, safe
+from verimod.cli.common import bad_input_exits, console, err_console, safe
 from verimod.report.tables import percent
 from verimod.tasks.varm.errors import analyse_errors
-from verimod.tasks.varm.evaluate import load_run
+from verimod.tasks.varm.evaluate import ScoredRun, load_run
 from verimod.tasks.varm.uncertainty import metric_intervals, scorer_of
 
 diagnose_app = typer.Typer(
@@ -181,27 +182,69 @@ def cues(
     console.print(cue_reports_table(reports))
 
 
+AllowDifferentItems = Annotated[
+    bool,
+    typer.Option(
+        "--allow-different-items",
+        help="Compare runs over different item sets anyway (their numbers are marked as such).",
+    ),
+]
+
+
+def comparable_runs(scored: Sequence[ScoredRun], allow_different_items: bool) -> str | None:
+    """None when the runs cover the same items; else an input error naming
+    --allow-different-items, or (with it) the difference, to be shown beside the numbers."""
+    from verimod.core.errors import InputError
+    from verimod.report.labels import item_set_difference
+
+    difference = item_set_difference(scored)
+    if difference is not None and not allow_different_items:
+        raise InputError.at(
+            "runs", None, None, f"{difference}: their numbers do not compare (--allow-different-items to show them)"
+        )
+    return difference
+
+
 @diagnose_app.command("plots")
 def plots(
     runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Folder for the PNG and SVG files.")] = Path("plots"),
     bootstrap: BootstrapOpt = 1000,
     seed: SeedOpt = 0,
+    subset: Annotated[
+        Path | None,
+        typer.Option(help="A cue subset file (diagnose cue-subset): the cue figure over its subsets (Fig. 4)."),
+    ] = None,
+    allow_different_items: AllowDifferentItems = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Plots of one or more runs, as PNG and SVG: field mismatch, Shapley terms, per-category
-    F1 with bootstrap CIs, confusion matrices.
+    F1 with bootstrap CIs, confusion matrices, JREM by cue family; every bar says how many
+    items it rests on. Runs over different item sets are refused (unless
+    --allow-different-items, which marks the figures).
 
-    Example: [bold]verimod diagnose plots runs/A runs/B -o plots/[/bold]
+    Example: [bold]verimod diagnose plots runs/A runs/B -o plots/ --subset cues.jsonl[/bold]
     """
     from verimod.report.figures import cue_jrem, run_figures
     from verimod.report.plots import save_figure
+    from verimod.tasks.varm.cues import cue_subset_ids
+    from verimod.tasks.varm.io import load_references
 
     with bad_input_exits():
         scored = [load_run(r) for r in runs]
+        note = comparable_runs(scored, allow_different_items)
+        ids = None
+        if subset is not None:
+            ids = cue_subset_ids(load_references(subset), str(subset))
+            if not ids:
+                from verimod.core.errors import InputError
+
+                raise InputError.at(str(subset), None, "meta.cues", "no cue subset: write it with diagnose cue-subset")
     written = []
-    for stem, figure in run_figures(scored, bootstrap, seed, cue_jrem(scored)).items():
+    for stem, figure in run_figures(scored, bootstrap, seed, cue_jrem(scored, ids), note).items():
         written += save_figure(figure, out_dir / stem)
+    if note is not None:
+        err_console.print(f"warning: {note}; the figures say so", highlight=False)
     if not quiet:
         console.print(f"{len(written)} files written to {out_dir}", highlight=False)
 

@@ -38,6 +38,7 @@ from verimod.tasks.varm.evaluate import (
     start_run,
 )
 from verimod.tasks.varm.prompts import DEFAULT_SHOTS, SETTINGS, PromptTemplate
+from verimod.train.adapter_check import prompt_mismatch
 
 
 def _json_option(value: str | None, name: str) -> dict[str, Any] | None:
@@ -217,7 +218,7 @@ def eval_command(
                         base_urls=tuple(base_url or ()),
                         api_key_env=api_key_env,
                         request_timeout_s=120.0 if timeout is None else timeout,
-                        adapter=adapter,
+                        adapter=str(Path(adapter).expanduser().resolve()) if adapter else None,
                         threads=threads,
                         context_size=context_size,
                         batch_size=batch_size,
@@ -233,6 +234,9 @@ def eval_command(
         if resume is None:
             store = start_run(settings, prepared, backend, runs_dir)
             requests, template = prepared.requests, prepared.template
+        mismatch = prompt_mismatch(settings.backend_options.adapter, template.sha256)
+        if mismatch is not None:
+            err_console.print(mismatch, highlight=False, markup=False, soft_wrap=True)
         if not quiet:
             status = err_console if json_out == "-" else console  # stdout holds only the JSON then
             status.print(f"run {store.directory}: {len(requests)} sample(s) to request", highlight=False)

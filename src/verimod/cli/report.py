@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.cli.diagnose import AllowDifferentItems, comparable_runs
 from verimod.core.errors import InputError
 
 
@@ -20,12 +21,14 @@ def report(
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     title: Annotated[str | None, typer.Option(help="Page title.")] = None,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Include the figures.")] = True,
+    allow_different_items: AllowDifferentItems = False,
     quiet: QuietOption = False,
 ) -> None:
-    """One HTML file, self-contained and offline (inline CSS/JS/images, strict CSP): the Table-1
-    summary with bootstrap CIs, field mismatch and Shapley terms, parse errors, figures, and a
-    per-item browser (filters; rationales with the six anchors highlighted; parsed record vs
-    reference with mismatches marked).
+    """One HTML file, self-contained and offline (inline CSS/JS/images, strict CSP): a table of
+    contents, the Table-1 summary with bootstrap CIs (headline columns first), field mismatch
+    and Shapley terms, parse errors, figures, and a per-item browser (filters; rationales with
+    the six anchors highlighted; parsed record vs reference with mismatches marked). Runs over
+    different item sets are refused, unless --allow-different-items (then a banner says so).
 
     Example: [bold]verimod report runs/A runs/B -o report.html[/bold]
     """
@@ -40,6 +43,7 @@ def report(
         ids = [run.store.manifest.run_id for run in scored]
         if len(set(ids)) != len(ids):
             raise InputError.at("runs", None, None, "the same run is given twice")
+        note = comparable_runs(scored, allow_different_items)
     intervals: dict[str, dict[str, tuple[float, float, float]]] | None = None
     if bootstrap > 0:
         intervals = {}
@@ -52,11 +56,12 @@ def report(
             }
     figures = None
     if plots:
-        made = run_figures(scored, max(bootstrap, 0), seed, cue_jrem(scored))
+        made = run_figures(scored, max(bootstrap, 0), seed, cue_jrem(scored), note)
         figures = {name: figure_to_svg(figure, id_prefix=f"f{k}-") for k, (name, figure) in enumerate(made.items())}
     with bad_input_exits():
         try:
-            path = build_report(scored, out, intervals=intervals, figures=figures, title=title)
+            path = build_report(scored, out, intervals=intervals, figures=figures, title=title,
+                                allow_different_items=allow_different_items)  # fmt: skip
         except ValueError as exc:
             raise InputError.at(str(out), None, None, str(exc)) from None
     if not quiet:

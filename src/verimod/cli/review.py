@@ -11,10 +11,22 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
+from verimod.cli.backend_options import (
+    ApiKeyEnv,
+    BaseUrl,
+    Concurrency,
+    ContextSize,
+    Device,
+    NoCache,
+    Retries,
+    Threads,
+    Timeout,
+    Transport,
+    backend_from_options,
+    run_with_backend,
+)
 from verimod.cli.common import QuietOption, bad_input_exits, console, emit_json
-from verimod.core.engine import EngineConfig
-from verimod.core.errors import InputError
+from verimod.core.errors import InputError, one_line
 from verimod.report.tables import percent
 from verimod.tasks.varm.codebook import FIELDS
 
@@ -54,9 +66,17 @@ def audit(
     sample_rate: Annotated[float, typer.Option(help="Share of clean items also sent to review.")] = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the pass orders, judge sampling and the review sample.")] = 0,
     sheet: Annotated[str, typer.Option(help="Review sheet file name in --out (.csv or .jsonl).")] = "review.csv",
+    blind: Annotated[
+        bool, typer.Option("--blind/--no-blind", help="Sheet without systems and judge votes (ids coded if mixed).")
+    ] = True,
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
     max_concurrency: Concurrency = 16,
+    timeout: Timeout = 120.0,
+    retries: Retries = 6,
+    threads: Threads = None,
+    context_size: ContextSize = None,
+    device: Device = None,
     no_cache: NoCache = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -68,7 +88,16 @@ def audit(
     """
     from verimod.tasks.varm.audit_checks import audit_items
     from verimod.tasks.varm.audit_judge import load_judge_passes, majority, pass_agreement, run_judge_passes
-    from verimod.tasks.varm.audit_review import audit_sources, audit_table, route, sheet_rows, write_sheet
+    from verimod.tasks.varm.audit_review import (
+        BLIND_KEY,
+        audit_sources,
+        audit_table,
+        blind_sheet,
+        route,
+        sheet_rows,
+        source_of,
+        write_sheet,
+    )
 
     with bad_input_exits():
         if passes < 1:
@@ -78,7 +107,9 @@ def audit(
         if Path(sheet).suffix.lower() not in (".csv", ".jsonl") or Path(sheet).name != sheet:
             raise InputError.at("--sheet", None, None, f"a file name ending in .csv or .jsonl, got {sheet!r}")
         subjects = audit_sources(sources)
-        backends = [backend_from_options(spec, base_url, api_key_env, "--judge") for spec in judges or []]
+        transport = Transport(max_concurrency, timeout, retries, threads, context_size, device)
+        engine = transport.engine()
+        backends = [backend_from_options(spec, base_url, api_key_env, "--judge", transport) for spec in judges or []]
     out.mkdir(parents=True, exist_ok=True)
     items = [s.item for s in subjects]
     audits = audit_items(items)
@@ -95,7 +126,6 @@ def audit(
     judged = None
     agreement = None
     if backends:
-        engine = EngineConfig(max_concurrency=max_concurrency)
         run_with_backend(
             lambda cache: run_judge_passes(items, backends, out / JUDGEMENTS, passes=passes, seed=seed,
                                            temperature=temperature, engine=engine, cache=cache),
@@ -107,7 +137,15 @@ def audit(
         agreement = pass_agreement(judged)
     routed = route(audits, judged, sample_rate=sample_rate, seed=seed)
     _write_jsonl(out / ROUTING, ({"id": r.item_id, "reasons": list(r.reasons)} for r in routed))
-    write_sheet(out / sheet, sheet_rows(subjects, {a.item.id: a for a in audits}, routed, judged))
+    rows = sheet_rows(subjects, {a.item.id: a for a in audits}, routed, judged)
+    key: dict[str, str] = {}
+    if blind:
+        by_id = {s.item.id: s for s in subjects}
+        rows, key = blind_sheet(rows, [source_of(r.item_id, by_id[r.item_id].item_id) for r in routed], seed)
+    write_sheet(out / sheet, rows)
+    (out / BLIND_KEY).unlink(missing_ok=True)
+    if key:
+        (out / BLIND_KEY).write_text(json.dumps({"codes": key}, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     rates = audit_table(audits, judged)
     summary = {
         "items": len(items),
@@ -115,6 +153,8 @@ def audit(
         "table": [r.to_dict() for r in rates],
         "agreement": agreement,
         "passes": passes if backends else 0,
+        "seed": seed,
+        "blind_sheet": blind,
     }
     (out / "summary.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if quiet:
@@ -129,7 +169,8 @@ def audit(
                 f"{dimension}: Fleiss' κ over {passes} passes {kappa}; unanimous {share} of {int(stats['items'])} items"
             )
             console.print(line, highlight=False)
-    console.print(f"{len(routed)} of {len(items)} items routed to review → {out / sheet}", highlight=False)
+    blinded = f" (blind; key in {out / BLIND_KEY})" if key else " (blind)" if blind else ""
+    console.print(f"{len(routed)} of {len(items)} items routed to review → {out / sheet}{blinded}", highlight=False)
 
 
 @review_app.command("export")
@@ -142,6 +183,10 @@ def export(
         Path | None,
         typer.Option("--db", help="The review app's database (default: AUDIT_DIR/review.sqlite if present)."),
     ] = None,
+    adjudicators: Annotated[
+        list[str] | None,
+        typer.Option("--adjudicator", help="Reviewer whose decision on an item is final (repeatable)."),
+    ] = None,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Also write the audit table as JSON ('-': stdout).")
     ] = None,
@@ -152,16 +197,25 @@ def export(
     and dimension, the pass rate of the final verdicts (reviewer, else judges' majority, else
     proxies) with Wilson 95% intervals.
 
+    Every corrected record is validated as `verimod validate` does; anchors of corrected fields
+    in its rationale are rewritten to the new values (and marked). Records that would not
+    validate are refused, one line per item, exit code 2. Reviewers who propose different
+    values for a field are never settled by order: the items go to OUT/adjudication.csv (exit
+    code 2); an adjudicator fills it in and the export is run again with --adjudicator NAME.
+
     Example: [bold]verimod review export audit/ --source runs/RUN --sheet audit/review.csv -o final/[/bold]
     """
     from verimod.tasks.varm.audit_checks import audit_items
+    from verimod.tasks.varm.audit_export import adjudicate
     from verimod.tasks.varm.audit_judge import load_judge_passes, majority
-    from verimod.tasks.varm.audit_review import audit_sources, audit_table, corrected_references, read_decisions
+    from verimod.tasks.varm.audit_review import BLIND_KEY, audit_sources, audit_table, read_decisions
 
     with bad_input_exits():
         subjects = audit_sources(sources)
         known = {s.item.id for s in subjects}
-        decisions = [d for path in sheets or [] for d in read_decisions(path)]
+        key_path = audit_dir / BLIND_KEY
+        key = json.loads(key_path.read_text(encoding="utf-8"))["codes"] if key_path.is_file() else None
+        decisions = [d for path in sheets or [] for d in read_decisions(path, key)]
         database = db if db is not None else audit_dir / DATABASE
         if db is not None and not db.is_file():
             raise InputError.at("--db", None, None, f"no such database: {db}")
@@ -179,10 +233,15 @@ def export(
         passes = json.loads(summary_path.read_text(encoding="utf-8")).get("passes", 0) if summary_path.exists() else 0
         judged = majority(load_judge_passes(audit_dir / JUDGEMENTS), passes) if passes else None
     audits = audit_items([s.item for s in subjects])
-    rates = audit_table(audits, judged, decisions)
+    result = adjudicate(subjects, decisions, adjudicators or ())
     out.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(out / "adjudicated.jsonl", corrected_references(subjects, decisions))
-    payload = {"table": [r.to_dict() for r in rates], "decisions": len(decisions)}
+    if not result.ok:
+        _refuse_export(result, subjects, audits, out)
+    rates = audit_table(audits, judged, decisions, adjudicators or ())
+    _write_jsonl(out / "adjudicated.jsonl", result.records)
+    (out / ADJUDICATION).unlink(missing_ok=True)
+    payload = {"table": [r.to_dict() for r in rates], "decisions": len(decisions), "corrected": result.corrected,
+               "rederived_anchors": result.rederived}  # fmt: skip
     emit_json(str(out / "audit_table.json"), payload)
     if json_out:
         emit_json(json_out, payload)
@@ -190,7 +249,44 @@ def export(
         return
     if not quiet:
         console.print(_rates_table("rationale audit after review", rates))
-        console.print(f"{len(decisions)} decision(s) applied → {out / 'adjudicated.jsonl'}", highlight=False)
+        console.print(
+            f"{len(decisions)} decision(s) applied, {result.corrected} record(s) corrected → "
+            f"{out / 'adjudicated.jsonl'}",
+            highlight=False,
+        )
+        if result.rederived:
+            console.print(
+                f"{result.rederived} rationale(s) had anchors rewritten to the corrected values "
+                "(meta.review.rederived_anchors): the words around them were not reviewed",
+                highlight=False,
+            )
+
+
+ADJUDICATION = "adjudication.csv"
+
+
+def _refuse_export(result: Any, subjects: list[Any], audits: list[Any], out: Path) -> None:
+    """Print one line per item that cannot be exported, write the adjudication sheet for the
+    conflicts, and exit with code 2 (nothing else is written)."""
+    from verimod.tasks.varm.audit_review import Routed, sheet_rows, write_sheet
+
+    for refusal in result.refusals:
+        typer.echo(one_line(f"error: {refusal.describe()}", 1000), err=True)
+    for conflict in result.conflicts:
+        typer.echo(one_line(f"error: item {conflict.item_id!r}: conflicting corrections: {conflict.describe()}", 1000),
+                   err=True)  # fmt: skip
+    if result.conflicts:
+        routed = [Routed(c.audit_id, (f"conflict: {c.describe()}",)) for c in result.conflicts]
+        rows = sheet_rows(subjects, {a.item.id: a for a in audits}, routed)
+        for row in rows:
+            row |= {"system": "", "judge_votes": ""}
+        write_sheet(out / ADJUDICATION, rows)
+        typer.echo(
+            f"{len(result.conflicts)} item(s) need adjudication: fill in {out / ADJUDICATION} and export again "
+            "with --sheet it --adjudicator NAME",
+            err=True,
+        )
+    raise typer.Exit(2)
 
 
 @review_app.command("serve")
@@ -201,13 +297,26 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option(help="Address to bind (default: this machine only).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port.")] = 8765,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="Another name or address reviewers use to reach the app (repeatable); every other Host is refused.",
+        ),
+    ] = None,
+    blind: Annotated[
+        bool, typer.Option("--blind/--no-blind", help="Hide the systems and the judges' votes from reviewers.")
+    ] = True,
 ) -> None:
     """The review web app: each routed item with its comment, the rationale with anchors and
     cited evidence highlighted, the parsed record and the reference; mark the three dimensions,
     correct reference fields, move on by keyboard. Decisions are saved as they are made
-    (SQLite); several reviewers can work at once.
+    (SQLite); several reviewers can work at once. Blind by default (no system names, no judge
+    votes); requests for any Host but the bound address, 127.0.0.1, localhost and
+    --allowed-host are refused (DNS rebinding).
 
     Example: [bold]verimod review serve audit/[/bold]  then open http://127.0.0.1:8765
+    (on a lab server: [bold]--host 0.0.0.0 --allowed-host review.lab.example[/bold])
     """
     with bad_input_exits():
         try:
@@ -218,8 +327,14 @@ def serve(
             raise InputError.at(
                 "review serve", None, None, f"{exc.name} is missing: pip install 'verimod[review]'"
             ) from None
-        app = create_app(audit_dir, db if db is not None else audit_dir / DATABASE)
-    console.print(f"reviewing {audit_dir} on http://{host}:{port}  (Ctrl+C to stop)", highlight=False, markup=False)
+        try:
+            app = create_app(audit_dir, db if db is not None else audit_dir / DATABASE, host=host,
+                             allowed_hosts=allowed_hosts or (), blind=blind)  # fmt: skip
+        except ValueError as exc:
+            raise InputError.at("--allowed-host" if allowed_hosts else "--host", None, None, str(exc)) from None
+    mode = "blind" if blind else "not blind: systems and judge votes shown"
+    console.print(f"reviewing {audit_dir} ({mode}) on http://{host}:{port}  (Ctrl+C to stop)",
+                  highlight=False, markup=False)  # fmt: skip
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -10,14 +10,26 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-from rich.table import Table
 
-from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, backend_from_options, run_with_backend
+from verimod.cli.backend_options import (
+    ApiKeyEnv,
+    BaseUrl,
+    Concurrency,
+    ContextSize,
+    Device,
+    NoCache,
+    Retries,
+    Threads,
+    Timeout,
+    Transport,
+    backend_from_options,
+    cpu_grammar_warning,
+    run_with_backend,
+)
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, emit_json, err_console
-from verimod.core.engine import EngineConfig
+from verimod.cli.toxirex_tables import kappa_table, print_evaluation
 from verimod.core.errors import InputError, one_line
 from verimod.models.base import GenerationParams
-from verimod.report.tables import percent
 
 toxirex_app = typer.Typer(help="ToxiREX: toxic reasoning in conversational context.", no_args_is_help=True)
 
@@ -97,6 +109,11 @@ def predict(
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
     max_concurrency: Concurrency = 16,
+    timeout: Timeout = 120.0,
+    retries: Retries = 6,
+    threads: Threads = None,
+    context_size: ContextSize = None,
+    device: Device = None,
     no_cache: NoCache = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -104,7 +121,11 @@ def predict(
     the backend supports it); resumable. Every comment gets one line: its reasoning or a failure
     class (invalid_json, schema_violation, stopping_violation, missing, request_failed).
 
+    A gguf: model on the CPU decodes the schema's grammar slowly (a warning says so): give it a
+    longer --timeout, or --device cuda, or serve it.
+
     Example: [bold]verimod toxirex predict subthreads.jsonl preds.jsonl -m openai:qwen --base-url http://localhost:8000/v1[/bold]
+    or [bold]… -m gguf:model.gguf --threads 8 --context-size 8192 --timeout 1800 --retries 1[/bold]
     """
     from verimod.tasks.toxirex.predict import predict_subthreads
     from verimod.tasks.toxirex.subthread_files import load_subthreads
@@ -112,12 +133,17 @@ def predict(
     with bad_input_exits():
         _choices("--language", language, ("en", "zh"))
         _choices("--absent", absent, ("not_toxic", "invalid"))
-        threads = load_subthreads(subthreads_path)
-        backend = backend_from_options(model, base_url, api_key_env)
+        subthread_list = load_subthreads(subthreads_path)
+        transport = Transport(max_concurrency, timeout, retries, threads, context_size, device)
+        engine = transport.engine()
+        backend = backend_from_options(model, base_url, api_key_env, transport=transport)
+    warning = cpu_grammar_warning(backend, timeout)
+    if warning:
+        err_console.print(warning, highlight=False, markup=False, soft_wrap=True)
     summary = run_with_backend(
         lambda cache: predict_subthreads(
-            threads, backend, out, raw_log=raw, language=cast(Any, language),
-            params=GenerationParams(max_tokens=max_tokens), engine=EngineConfig(max_concurrency=max_concurrency),
+            subthread_list, backend, out, raw_log=raw, language=cast(Any, language),
+            params=GenerationParams(max_tokens=max_tokens), engine=engine,
             cache=cache, absent=cast(Any, absent), allow_unreached=allow_unreached,
         ),
         backend, not no_cache,
@@ -132,45 +158,6 @@ def predict(
         )
 
 
-def _scores_table(report: Any, mode: str, settings: list[str]) -> Table:
-    table = Table(
-        title=f"weighted precision / recall / F1 beside the Prior (%), annotation mode {mode}",
-        caption="invalid: unparseable or missing predictions among the n items (scored wrong)",
-    )
-    for column in ("variable", "setting", "n", "invalid", "P", "R", "F1", "Prior"):
-        table.add_column(column, justify="left" if column in ("variable", "setting") else "right")
-    for variable in dict.fromkeys(r.variable for r in report.scores):
-        for k, setting in enumerate(settings):
-            r = report.score(variable, setting, mode)
-            table.add_row(
-                variable if k == 0 else "", setting, _count(r.n), _count(r.n_invalid), percent(r.precision, 1),
-                percent(r.recall, 1), percent(r.f1, 1), percent(r.prior, 1), end_section=k == len(settings) - 1,
-            )  # fmt: skip
-    return table
-
-
-def _count(value: float) -> str:
-    return "0" if math.isnan(value) else f"{value:g}"
-
-
-def _jaccard_table(report: Any) -> Table:
-    table = Table(title="token spans: mean Jaccard (%)")
-    for column in ("variable", "mode", "n", "Jaccard", "both empty"):
-        table.add_column(column, justify="left" if column in ("variable", "mode") else "right")
-    for row in report.jaccard:
-        table.add_row(row.variable, row.mode, f"{row.n:g}", percent(row.mean, 1), f"{row.n_both_empty:g}")
-    return table
-
-
-def _attitude_table(report: Any) -> Table:
-    table = Table(title="attitudes: ordinal errors (pairs off by 0 / 1 / 2 / 3+ steps; Not applicable apart)")
-    for column in ("attitude", "0", "1", "2", "3+", "NA both", "NA mismatch", "n"):
-        table.add_column(column, justify="left" if column == "attitude" else "right")
-    for name, t in report.attitudes.items():
-        table.add_row(name, *(str(v) for v in t.steps.values()), str(t.na_both), str(t.na_mismatch), str(t.n))
-    return table
-
-
 @toxirex_app.command("evaluate")
 def evaluate(
     annotations_path: Annotated[Path, typer.Argument(help="Annotations (JSONL; several annotators per comment).")],
@@ -179,7 +166,7 @@ def evaluate(
     settings: Annotated[
         str, typer.Option(help="propagated, conditional, optimistic, cond-tokens (comma-separated).")
     ] = "propagated,conditional,optimistic,cond-tokens",
-    modes: Annotated[str, typer.Option(help="Annotation modes: all, random, max (comma-separated).")] = "all",
+    modes: Annotated[str, typer.Option(help="Annotation modes: all, random, max, majority (comma-separated).")] = "all",
     draws: Annotated[int, typer.Option(help="Draws of the random mode (the median is reported).")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of the random mode.")] = 0,
     max_on: Annotated[str | None, typer.Option(help="Variables the max mode matches on (comma-separated).")] = None,
@@ -191,13 +178,15 @@ def evaluate(
     allow_unreached: Annotated[
         bool, typer.Option("--allow-unreached", help="Accept predictions that fill fields beyond a stop.")
     ] = False,
+    by: ByOption = None,
     json_out: JsonOut = None,
 ) -> None:
     """Score predictions against several annotations: weighted P/R/F1 beside the analytic Prior
     per variable, setting and annotation mode; Jaccard of token spans; summary-sentence accuracy;
     ordinal attitude errors. Unparseable or missing predictions are wrong, never dropped.
+    --by lang adds the same numbers per language (the paper's Table 10).
 
-    Example: [bold]verimod toxirex evaluate annotations.jsonl preds.jsonl --modes all,random,max[/bold]
+    Example: [bold]verimod toxirex evaluate annotations.jsonl preds.jsonl --modes majority,random --by lang[/bold]
     """
     from verimod.tasks.toxirex import evaluation as ev
     from verimod.tasks.toxirex.evaluation_items import DEFAULT_MAX_ON, MODES, SETTINGS
@@ -215,40 +204,52 @@ def evaluate(
             raise InputError.at("--draws", None, None, f"must be at least 1, got {draws}")
         annotations = load_annotations(annotations_path)
         predictions = load_predictions(predictions_path, allow_unreached=allow_unreached)
-        report = ev.evaluate(
-            annotations, predictions, variables=chosen_variables, settings=cast(Any, chosen_settings),
-            modes=cast(Any, chosen_modes), n_draws=draws, seed=seed, max_on=matched, token_threshold=token_threshold,
-            token_unit=cast(Any, token_unit), attitudes_matched_only=not all_attitude_pairs,
-        )  # fmt: skip
-    if json_out == "-":
-        emit_json("-", report.to_dict())
-        return
+        groups = _groups(annotations, by, annotations_path)
+
+        def run(chosen: Any) -> Any:
+            return ev.evaluate(
+                chosen, predictions, variables=chosen_variables, settings=cast(Any, chosen_settings),
+                modes=cast(Any, chosen_modes), n_draws=draws, seed=seed, max_on=matched,
+                token_threshold=token_threshold, token_unit=cast(Any, token_unit),
+                attitudes_matched_only=not all_attitude_pairs,
+            )  # fmt: skip
+
+        report = run(annotations)
+        by_group = {name: run(members) for name, members in groups.items()}
+    payload = report.to_dict()
+    if by is not None:
+        payload |= {"by": by, "groups": {name: r.to_dict() for name, r in by_group.items()}}
     if json_out:
-        emit_json(json_out, report.to_dict())
-    console.print(
-        f"{report.n_comments} comments, {report.n_annotations} annotations; {report.n_missing} without a prediction, "
-        f"{report.n_invalid} invalid (scored wrong)",
-        highlight=False,
-        soft_wrap=True,
-    )
-    for mode in chosen_modes:
-        console.print(_scores_table(report, mode, chosen_settings))
-    console.print(_jaccard_table(report))
-    summary = report.summary
-    console.print(
-        f"summary sentences (n = {summary.n}): {json.dumps(summary.counts)}; small differences by slot: "
-        f"{json.dumps(summary.small_difference_slots)}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    console.print(_attitude_table(report))
+        emit_json(json_out, payload)
+        if json_out == "-":
+            return
+    for name, shown_report in [("", report), *((f" · {by} = {g}", r) for g, r in by_group.items())]:
+        print_evaluation(shown_report, chosen_modes, chosen_settings, name)
+
+
+ByOption = Annotated[
+    str | None, typer.Option("--by", help="Also report per group: lang (every annotation needs a lang).")
+]
+
+
+def _groups(annotations: Any, by: str | None, path: Path) -> dict[str, Any]:
+    from verimod.tasks.toxirex.groups import GROUP_KEYS, group_annotations
+
+    if by is None:
+        return {}
+    _choices("--by", by, GROUP_KEYS)
+    return group_annotations(annotations, cast(Any, by), str(path))
 
 
 @toxirex_app.command("agree")
 def agree(
     annotations_path: Annotated[Path, typer.Argument(help="Annotations (JSONL; several annotators per comment).")],
     missing: Annotated[
-        str, typer.Option(help="complete (every annotator reached it) | pairable | category (not reached = a class).")
+        str,
+        typer.Option(
+            help="Which comments count: complete (every annotator reached the variable; our reading of the "
+            "paper's Table 5) | pairable (two or more did) | category (not reached = a class)."
+        ),
     ] = "complete",
     sheet: Annotated[
         Path | None, typer.Option(help="Write the disagreement sheet to categorise (.csv or .jsonl).")
@@ -256,12 +257,15 @@ def agree(
     counts: Annotated[Path | None, typer.Option(help="Count the categories of a filled-in disagreement sheet.")] = None,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% CIs.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    by: ByOption = None,
     json_out: JsonOut = None,
 ) -> None:
     """Inter-annotator agreement: Fleiss' κ per variable (bootstrap 95% CI over comments), and the
     disagreement sheet (error / orthogonal / conditional / subjective / disjunct) with its counts.
+    Resamples where κ is undefined (one category only) are counted, and an interval resting on
+    fewer than all resamples is marked †. --by lang: κ per language too (the paper's Table 5).
 
-    Example: [bold]verimod toxirex agree annotations.jsonl --sheet disagreements.csv[/bold]
+    Example: [bold]verimod toxirex agree annotations.jsonl --sheet disagreements.csv --by lang[/bold]
     """
     from verimod.tasks.toxirex import agreement as ag
     from verimod.tasks.toxirex.io import load_annotations
@@ -269,27 +273,34 @@ def agree(
     with bad_input_exits():
         _choices("--missing", missing, ("complete", "pairable", "category"))
         annotations = load_annotations(annotations_path)
-        rows = ag.variable_agreement(annotations, missing=cast(Any, missing), n_resamples=bootstrap, seed=seed)
+        if bootstrap < 1:
+            raise InputError.at("--bootstrap", None, None, f"must be at least 1, got {bootstrap}")
+        groups = _groups(annotations, by, annotations_path)
+
+        def kappas(chosen: Any) -> list[Any]:
+            return ag.variable_agreement(chosen, missing=cast(Any, missing), n_resamples=bootstrap, seed=seed)
+
+        rows = kappas(annotations)
+        by_group = {name: kappas(members) for name, members in groups.items()}
         category_counts = None if counts is None else ag.disagreement_counts(ag.read_sheet(counts))
     template = ag.disagreement_rows(annotations) if sheet is not None else []
     if sheet is not None:
         ag.write_sheet(template, sheet)
-    payload = {
+    payload: dict[str, Any] = {
+        "missing": missing,
         "kappa": [asdict(r) for r in rows],
         "sheet_rows": len(template) if sheet is not None else None,
         "categories": None if category_counts is None else category_counts.to_dict(),
     }
+    if by is not None:
+        payload |= {"by": by, "groups": {name: [asdict(r) for r in group] for name, group in by_group.items()}}
     if json_out:
         emit_json(json_out, _nan_to_none(payload))
         if json_out == "-":
             return
-    table = Table(title=f"Fleiss' κ per variable (missing = {missing})")
-    for column in ("variable", "comments", "κ", "95% CI"):
-        table.add_column(column, justify="left" if column == "variable" else "right")
-    for r in rows:
-        interval = "n/a" if math.isnan(r.low) else f"{r.low:.3f}–{r.high:.3f}"
-        table.add_row(r.variable, str(r.n_items), "n/a" if math.isnan(r.kappa) else f"{r.kappa:.3f}", interval)
-    console.print(table)
+    console.print(kappa_table(rows, missing, bootstrap))
+    for name, group in by_group.items():
+        console.print(kappa_table(group, missing, bootstrap, f" · {by} = {name}"))
     if sheet is not None:
         console.print(f"{len(template)} disagreements to categorise → {sheet}", highlight=False, soft_wrap=True)
     if category_counts is not None:

@@ -4,6 +4,8 @@ merging the adapter for serving."""
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +20,7 @@ from verimod.models.base import BackendError
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.starter import load_starter
+from verimod.train.sft_loop import StepReport
 
 
 def _records(path: Path | None, split: str, encoding: str | None, option: str) -> list[VarmReference]:
@@ -33,6 +36,49 @@ def _records(path: Path | None, split: str, encoding: str | None, option: str) -
     if not records:
         raise InputError.at(option, None, None, f"{path} has no records")
     return records
+
+
+def _progress(quiet: bool) -> tuple[Callable[[StepReport], None], Progress | None]:
+    """The step callback: a progress bar on a terminal, else (a log file, CI, a pipe) one plain
+    line at the first step, every evaluation, every 5 % of the steps and the last step —
+    ``step 12/240 · loss 1.2345 · dev 1.1111 · lr 2.00e-04 · 35 s``; nothing with --quiet."""
+    started = time.monotonic()
+    last_dev = ["–"]
+
+    def dev_text(report: StepReport) -> str:
+        if report.dev_loss is not None:
+            last_dev[0] = f"{report.dev_loss:.4f}"
+        return last_dev[0]
+
+    if quiet:
+        return (lambda report: None), None
+    if not err_console.is_terminal:
+
+        def line(report: StepReport) -> None:
+            dev = dev_text(report)
+            every = max(1, report.total // 20)
+            if report.step in (1, report.total) or report.dev_loss is not None or report.step % every == 0:
+                err_console.print(
+                    f"step {report.step}/{report.total} · loss {report.loss:.4f} · dev {dev} · "
+                    f"lr {report.learning_rate:.2e} · {time.monotonic() - started:.0f} s",
+                    highlight=False, markup=False, soft_wrap=True,
+                )  # fmt: skip
+
+        return line, None
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        TextColumn("loss {task.fields[loss]}  dev {task.fields[dev]}"), console=err_console,
+    )  # fmt: skip
+    task = progress.add_task("CoT-SFT steps", total=None, loss="–", dev="–")
+
+    def bar(report: StepReport) -> None:
+        if not progress.live.is_started:  # shown from the first step on: setup errors stay one line
+            progress.start()
+        progress.update(
+            task, completed=report.step, total=report.total, loss=f"{report.loss:.4f}", dev=dev_text(report)
+        )
+
+    return bar, progress
 
 
 @train_app.command("sft")
@@ -91,7 +137,7 @@ def sft(
     """
     from verimod.train.errors import TrainingInputError
     from verimod.train.sft_config import SftConfig
-    from verimod.train.sft_loop import StepReport, train_sft
+    from verimod.train.sft_loop import train_sft
 
     with bad_input_exits():
         try:
@@ -114,21 +160,7 @@ def sft(
         if out.exists() and not out.is_dir():
             raise InputError.at(str(out), None, None, "--out must be a folder (a file of that name exists)")
         out.mkdir(parents=True, exist_ok=True)
-        progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            TextColumn("loss {task.fields[loss]}  dev {task.fields[dev]}"),
-            console=err_console, disable=quiet,
-        )  # fmt: skip
-        task = progress.add_task("CoT-SFT steps", total=None, loss="–", dev="–")
-        last_dev = ["–"]
-
-        def show(report: StepReport) -> None:
-            if not progress.live.is_started:  # shown from the first step on: setup errors stay one line
-                progress.start()
-            if report.dev_loss is not None:
-                last_dev[0] = f"{report.dev_loss:.4f}"
-            progress.update(task, completed=report.step, total=report.total, loss=f"{report.loss:.4f}", dev=last_dev[0])
-
+        show, progress = _progress(quiet)
         try:
             result = train_sft(config, train_refs, dev_refs, out, device=device, resume=resume, on_step=show)
         except TrainingInputError as exc:
@@ -136,7 +168,7 @@ def sft(
         except (ImportError, BackendError) as exc:  # a missing optional package
             raise InputError.at("--model", None, None, str(exc)) from None
         finally:
-            if progress.live.is_started:
+            if progress is not None and progress.live.is_started:
                 progress.stop()
     summary = json.loads((out / "training.json").read_text(encoding="utf-8"))
     if json_out is not None:
@@ -152,9 +184,10 @@ def sft(
     skipped = sum(len(v) for v in result.too_long.values())
     if skipped:
         console.print(f"{skipped} example(s) longer than --max-length left out (listed in training.json)")
-    console.print("Adapter: ", safe(str(result.adapter), 1000), highlight=False)
+    adapter = result.adapter.resolve()
+    console.print("Adapter: ", safe(str(adapter), 1000), highlight=False, soft_wrap=True)
     console.print(
-        f"Evaluate: verimod eval --model hf:{model} --adapter {result.adapter}", highlight=False, markup=False
+        f"Evaluate: verimod eval --model hf:{model} --adapter {adapter}", highlight=False, markup=False, soft_wrap=True
     )
 
 

@@ -17,6 +17,13 @@ Contract of :func:`build_report`:
 - **Scales**: the item data are embedded once; the browser renders one page of items at a time
   and builds an item's details when it is opened, so 20,000 items stay responsive.
 - **Deterministic**: the same runs and arguments give the same bytes, except the nonce.
+- **Readable at 1,400 px**: the summary puts the headline columns (:data:`HEADLINE_KEYS`:
+  label F1, JREM, HER-C, HER-L, Parse) right after the run, so they are on screen without
+  scrolling; runs are named by short labels (:func:`~verimod.report.labels.run_labels`) with
+  the full run id in a tooltip (the runs table lists the ids in full); a table of contents
+  leads to every section.
+- **Comparable runs only**: runs over different item sets are refused (``ValueError``), unless
+  ``allow_different_items`` — then a banner above the numbers says how the sets differ.
 
 Item rows in the JSON block (``runs[k].items[i]``, in reference order) use short keys:
 ``id``; ``x`` input text; ``ctx`` context lines (only when present); ``g`` tags; ``r`` the six
@@ -44,6 +51,7 @@ from typing import Any, Final
 
 from verimod import __version__
 from verimod.data.jsonl import atomic_write
+from verimod.report.labels import item_set_difference, run_labels
 from verimod.report.run_table import METRIC_COLUMNS
 from verimod.report.tables import percent
 from verimod.resources import resource_path
@@ -55,8 +63,14 @@ from verimod.tasks.varm.scorer import SHAPLEY_GROUPS, ItemScore
 
 #: Marks the JSON block's format; bump it when the item row layout changes.
 DATA_FORMAT: Final = "verimod-report/1"
-#: Headers of the summary table (VARM-Bench Table 1), in order, with the scores key of each.
-SUMMARY_COLUMNS: Final = tuple(("Explicitness" if h == "Expl." else h, key) for h, key in METRIC_COLUMNS)
+#: The paper's headline numbers: always the first metric columns of the summary.
+HEADLINE_KEYS: Final = ("label_macro_f1", "jrem", "her_c", "her_l", "parse_rate")
+#: Headers of the summary table (VARM-Bench Table 1's columns), headline ones first, with the
+#: scores key of each.
+SUMMARY_COLUMNS: Final = tuple(
+    ("Label F1" if key == "label_macro_f1" else "Explicitness" if h == "Expl." else h, key)
+    for h, key in sorted(METRIC_COLUMNS, key=lambda c: HEADLINE_KEYS.index(c[1]) if c[1] in HEADLINE_KEYS else 99)
+)
 #: Row names of the mismatch table (the keys of ``VarmScores.mismatch``).
 MISMATCH_FIELDS: Final = ("target", "target_type", "explicitness", "stance", "label", "category")
 
@@ -79,6 +93,7 @@ def build_report(
     intervals: Mapping[str, Mapping[str, tuple[float, float, float]]] | None = None,
     figures: Mapping[str, str] | None = None,
     title: str | None = None,
+    allow_different_items: bool = False,
 ) -> Path:
     """Write one self-contained HTML report of ``runs`` to ``out`` (atomically); return ``out``.
 
@@ -89,9 +104,10 @@ def build_report(
     is checked to be an SVG without active content and embedded as a ``data:`` image, which a
     browser never lets run script or fetch anything. ``title`` defaults to one naming the runs.
 
-    Raises ``ValueError`` for no runs, two runs with one id, a run whose items do not follow
-    its references, an interval for an unknown run or metric, or a figure that is not a plain
-    SVG. See the module docstring for what the page guarantees.
+    Raises ``ValueError`` for no runs, two runs with one id, runs over different item sets
+    (unless ``allow_different_items``: then a banner), a run whose items do not follow its
+    references, an interval for an unknown run or metric, or a figure that is not a plain SVG.
+    See the module docstring for what the page guarantees.
     """
     if not runs:
         raise ValueError("a report needs at least one run")
@@ -99,6 +115,9 @@ def build_report(
     duplicated = sorted({r for r in run_ids if run_ids.count(r) > 1})
     if duplicated:
         raise ValueError(f"two runs share the id {duplicated[0]!r}; a report takes each run once")
+    difference = item_set_difference(runs)
+    if difference is not None and not allow_different_items:
+        raise ValueError(f"{difference}: their numbers do not compare (allow_different_items to show them)")
     intervals = intervals or {}
     _check_intervals(intervals, runs)
     page_title = title if title is not None else _default_title(runs)
@@ -109,6 +128,8 @@ def build_report(
         "title": _escape(page_title),
         "run_count": "1 run" if len(runs) == 1 else f"{len(runs)} runs",
         "css": _resource("report.css", forbid="</style"),
+        "contents": _contents(bool(figures)),
+        "banner": "" if difference is None else _banner(difference),
         "summary": _summary(runs, intervals),
         "figures": _figures(figures or {}),
         "data": json_for_script({"format": DATA_FORMAT, "fields": list(FIELDS), "runs": [_run_data(r) for r in runs]}),
@@ -218,31 +239,34 @@ def _table(caption: str, headers: Iterable[tuple[str, bool]], rows: Iterable[str
     )
 
 
+def _run_name(run: ScoredRun, label: str) -> str:
+    """A run's short label, with its id (and model) in a tooltip."""
+    manifest = run.store.manifest
+    tip = f"{manifest.run_id} · {manifest.model_label} · {manifest.setting}"
+    return f'<span class="run-name" title="{_escape(tip)}">{_data(label)}</span>'
+
+
 def _main_table(runs: Sequence[ScoredRun], intervals: Mapping[str, Mapping[str, tuple[float, float, float]]]) -> str:
-    headers = [("Run", False), ("Model", False), ("Setting", False), ("N", True)]
+    headers = [("Run", False), ("N", True)]
     headers += [(name, True) for name, _ in SUMMARY_COLUMNS]
     rows = []
-    for run in runs:
+    for run, label in zip(runs, run_labels(runs), strict=True):
         manifest, scores = run.store.manifest, run.scores
         given = intervals.get(manifest.run_id, {})
-        cells = [
-            f'<td class="text">{_data(manifest.run_id)}</td>',
-            f'<td class="text">{_data(manifest.model_label)}</td>',
-            f'<td class="text">{_data(manifest.setting)}</td>',
-            f'<td class="num">{scores.n}</td>',
-        ]
+        cells = [f'<th scope="row" class="text run">{_run_name(run, label)}</th>', f'<td class="num">{scores.n}</td>']
         cells += [_cell(getattr(scores, key), given.get(key)) for _, key in SUMMARY_COLUMNS]
         rows.append(f"<tr>{''.join(cells)}</tr>")
     caption = (
-        "Scores in percent (VARM-Bench Table 1 layout): macro-F1 of label, category, target type, "
-        "explicitness and stance; T-F1 = target character F1; Parse and Format rates; JREM = joint record "
-        "exact match; HER-C / HER-L = hidden record errors among items with the right category / label."
+        "Scores in percent (VARM-Bench Table 1's columns, the headline ones first): macro-F1 of label; JREM = "
+        "joint record exact match; HER-C / HER-L = hidden record errors among items with the right category / "
+        "label; Parse rate; then macro-F1 of category, target type, explicitness and stance, T-F1 = target "
+        "character F1, and the Format rate. Hover a run for its id; the runs table below lists them in full."
     )
     return _table(caption, headers, rows, "summary-table")
 
 
 def _run_headers(runs: Sequence[ScoredRun]) -> list[tuple[str, bool]]:
-    return [(_data(run.store.manifest.run_id), True) for run in runs]
+    return [(_run_name(run, label), True) for run, label in zip(runs, run_labels(runs), strict=True)]
 
 
 def _breakdown_tables(
@@ -334,15 +358,43 @@ def _runs_table(runs: Sequence[ScoredRun]) -> str:
     return _table("Runs (from their manifests).", [(h, False) for h in headers], rows, "runs-table")
 
 
+#: The table of contents: (anchor, title, subsections).
+_CONTENTS: Final = (
+    ("summary", "Summary", (("scores", "Scores"), ("where-wrong", "Where records go wrong"),
+                            ("parse-errors", "Parse errors"), ("provenance", "Counts and provenance"))),
+    ("figures", "Figures", ()),
+    ("items", "Items", ()),
+)  # fmt: skip
+
+
+def _contents(with_figures: bool) -> str:
+    """The table of contents (in-page links only)."""
+    entries = []
+    for anchor, name, parts in _CONTENTS:
+        if anchor == "figures" and not with_figures:
+            continue
+        inner = "".join(f'<li><a href="#{a}">{_escape(n)}</a></li>' for a, n in parts)
+        entries.append(f'<li><a href="#{anchor}">{_escape(name)}</a>{f"<ol>{inner}</ol>" if inner else ""}</li>')
+    return f'<nav class="toc" id="contents" aria-label="Contents"><h2>Contents</h2><ol>{"".join(entries)}</ol></nav>'
+
+
+def _banner(difference: str) -> str:
+    return (
+        f'<p class="notice" id="different-items" role="alert"><strong>Not comparable:</strong> {_escape(difference)}. '
+        "Each run's numbers are over its own items; differences between the runs mix model and data.</p>"
+    )
+
+
 def _summary(runs: Sequence[ScoredRun], intervals: Mapping[str, Mapping[str, tuple[float, float, float]]]) -> str:
     return "\n".join(
         [
+            '<h3 id="scores">Scores</h3>',
             _main_table(runs, intervals),
-            "<h3>Where records go wrong</h3>",
+            '<h3 id="where-wrong">Where records go wrong</h3>',
             _breakdown_tables(runs, intervals),
-            "<h3>Parse errors</h3>",
+            '<h3 id="parse-errors">Parse errors</h3>',
             _error_table(runs),
-            "<h3>Counts and provenance</h3>",
+            '<h3 id="provenance">Counts and provenance</h3>',
             f'<div class="tables-row">{_counts_table(runs)}</div>',
             _runs_table(runs),
         ]

@@ -7,7 +7,8 @@ servers. Rates, F1 and Shapley terms come in as *fractions* (as :class:`VarmScor
 them) and are drawn in percent (percentage points for Shapley terms). A value of None — or NaN
 — is an undefined metric: it leaves a gap marked "n/a", never a zero bar. Names and labels
 from data are drawn literally (a ``$`` never starts mathtext) and escaped by matplotlib's SVG
-backend. The house style is :data:`verimod.report.plot_style.STYLE`.
+backend. The house style is :data:`verimod.report.plot_style.STYLE`. Given ``counts``, every bar
+also says how many items it rests on (``n=…``): a 100 % bar on two items must look like one.
 
 Exports are byte-deterministic: the same figure — or the same data plotted twice — gives the
 same PNG and SVG bytes (no dates, a fixed SVG id salt). For that each figure is laid out once
@@ -154,6 +155,20 @@ def _na_mark(ax: Axes, position: float, *, horizontal: bool = False) -> None:
         ax.text(position, 0.01, NA, transform=ax.get_xaxis_transform(), rotation=90, ha="center", va="bottom", **props)
 
 
+def _count(counts: Mapping[str, Mapping[str, Any]] | None, name: str, key: str, where: str) -> Any:
+    """The item count of one bar (None without ``counts``); ValueError when one is missing."""
+    if counts is None:
+        return None
+    try:
+        return counts[name][key]
+    except KeyError:
+        raise ValueError(f"{where}: no item count") from None
+
+
+def _value_label(value: float, n: int | None, digits: int) -> str:
+    return f"{value:.{digits}f}" if n is None else f"{value:.{digits}f}\nn={n}"
+
+
 def _headroom(top: float, factor: float = 1.15) -> float:
     return max(top * factor, 1.0)
 
@@ -162,7 +177,12 @@ def _headroom(top: float, factor: float = 1.15) -> float:
 # plots
 
 
-def mismatch_bars(runs: Mapping[str, Mapping[str, float | None]], *, title: str = "Field mismatch rates") -> Figure:
+def mismatch_bars(
+    runs: Mapping[str, Mapping[str, float | None]],
+    *,
+    title: str = "Field mismatch rates",
+    counts: Mapping[str, Mapping[str, int]] | None = None,
+) -> Figure:
     """Grouped bars of field mismatch rates (VARM-Bench Fig. 5a).
 
     Contract: one axes; one group per field — :data:`MISMATCH_FIELDS` that occur in any run, in
@@ -171,9 +191,12 @@ def mismatch_bars(runs: Mapping[str, Mapping[str, float | None]], *, title: str 
     *runs* maps a run name to ``{field: rate}`` with rates as fractions in [0, 1], drawn in
     percent. A rate that is None/NaN, or a field a run lacks, draws no bar but an "n/a" text.
     ``ax.containers`` holds one ``BarContainer`` per run; ``ax.patches`` one bar per defined
-    rate. ValueError for no runs, no fields or a non-numeric or infinite rate.
+    rate. ``counts[run][field]`` (keys as in *runs*), when given, adds ``n=…`` under each value.
+    ValueError for no runs, no fields, a non-numeric or infinite rate, or a missing count.
     """
     names = _run_names(runs, "mismatch_bars")
+    if counts is not None:
+        counts = {n: {_FIELD_ALIASES.get(str(k), str(k)): v for k, v in counts.get(n, {}).items()} for n in runs}
     rates = {name: {_FIELD_ALIASES.get(str(k), str(k)): v for k, v in runs[name].items()} for name in runs}
     fields = _ordered_keys(rates.values(), MISMATCH_FIELDS)
     if not fields:
@@ -189,20 +212,21 @@ def mismatch_bars(runs: Mapping[str, Mapping[str, float | None]], *, title: str 
         color, hatch = series_color(i), series_hatch(i)
         xs: list[float] = []
         heights: list[float] = []
+        texts: list[str] = []
         for j, field in enumerate(fields):
-            value = _number(run.get(field), f"mismatch_bars: run {name!r}, field {field!r}")
+            where = f"mismatch_bars: run {name!r}, field {field!r}"
+            value = _number(run.get(field), where)
             if value is None:
                 _na_mark(ax, j + offsets[i])
             else:
                 xs.append(j + offsets[i])
                 heights.append(100 * value)
+                texts.append(_value_label(100 * value, _count(counts, name, field, where), 1))
         container = ax.bar(xs, heights, width, **bar_props(color, hatch))
-        ax.bar_label(
-            container, fmt="%.1f", padding=1.5, rotation=90 if rotate else 0, **text_props(STYLE.annotation_size)
-        )
+        ax.bar_label(container, texts, padding=1.5, rotation=90 if rotate else 0, **text_props(STYLE.annotation_size))
         top = max(top, *heights) if heights else top
         handles.append(patch_handle(name, color, hatch))
-    ax.set_ylim(0, _headroom(top, 1.3 if rotate else 1.15))
+    ax.set_ylim(0, _headroom(top, (1.3 if rotate else 1.15) + (0.15 if counts is not None else 0.0)))
     ax.set_xlim(-0.5, len(fields) - 0.5)
     set_category_ticks(ax, "x", range(len(fields)), fields)
     set_axis_label(ax, "y", "mismatch rate (%)")
@@ -212,7 +236,10 @@ def mismatch_bars(runs: Mapping[str, Mapping[str, float | None]], *, title: str 
 
 
 def shapley_bars(
-    runs: Mapping[str, Mapping[str, float]], *, title: str = "Shapley decomposition of Parse − JREM"
+    runs: Mapping[str, Mapping[str, float]],
+    *,
+    title: str = "Shapley decomposition of Parse − JREM",
+    counts: Mapping[str, int] | None = None,
 ) -> Figure:
     """Stacked bars of the Shapley terms of Parse − JREM, one bar per run (VARM-Bench Fig. 5b).
 
@@ -222,9 +249,12 @@ def shapley_bars(
     drawn in percentage points. Positive terms stack upwards from 0 and negative terms
     downwards from 0, so each segment's height is its term; a black dash marks each run's
     total (= Parse − JREM) and one text above the bar gives it (``ax.texts`` holds exactly one
-    text per run). ValueError for no runs, no terms, or a None/NaN/infinite/non-numeric term.
+    text per run; with ``counts[run]``, the run's item count under the total). ValueError for no
+    runs, no terms, a None/NaN/infinite/non-numeric term, or a missing count.
     """
     names = _run_names(runs, "shapley_bars")
+    if counts is not None and any(name not in counts for name in names):
+        raise ValueError("shapley_bars: no item count for a run")
     terms = _ordered_keys(runs.values(), SHAPLEY_TERMS)
     if not terms:
         raise ValueError("shapley_bars: no Shapley term to plot")
@@ -258,14 +288,14 @@ def shapley_bars(
                label="total (Parse − JREM)")
     )  # fmt: skip
     props = text_props(STYLE.annotation_size)
-    for xi, total, top in zip(x, totals, positive, strict=True):
+    for xi, total, top, name in zip(x, totals, positive, names, strict=True):
         ax.annotate(
-            f"{total:.1f}", (xi, max(top, total)), xytext=(0, 3), textcoords="offset points", ha="center",
-            va="bottom", **props,
+            _value_label(total, None if counts is None else counts[name], 1), (xi, max(top, total)), xytext=(0, 3),
+            textcoords="offset points", ha="center", va="bottom", **props,
         )  # fmt: skip
     low, high = float(min(negative.min(), 0.0)), float(max(positive.max(), 0.0))
     span = (high - low) or 1.0
-    ax.set_ylim(low - 0.08 * span if low < 0 else 0.0, high + 0.15 * span)
+    ax.set_ylim(low - 0.08 * span if low < 0 else 0.0, high + (0.25 if counts is not None else 0.15) * span)
     ax.set_xlim(-0.6, len(names) - 0.4)
     set_category_ticks(ax, "x", x.tolist(), names)
     set_axis_label(ax, "y", "percentage points")
@@ -275,7 +305,10 @@ def shapley_bars(
 
 
 def cue_family_bars(
-    runs: Mapping[str, Mapping[str, tuple[float | None, float | None]]], *, title: str = "JREM by cue family"
+    runs: Mapping[str, Mapping[str, tuple[float | None, float | None]]],
+    *,
+    title: str = "JREM by cue family",
+    counts: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
 ) -> Figure:
     """JREM on harmful vs non-harmful items of each cue family, one panel per run (VARM-Bench Fig. 4).
 
@@ -285,8 +318,9 @@ def cue_family_bars(
     harmful (vermillion, left) and non-harmful (blue, right), each labelled with its value;
     each panel has two ``BarContainer`` (harmful, non-harmful). *runs* maps a run name to
     ``{family: (jrem_harmful, jrem_non_harmful)}`` as fractions. None/NaN, or a family a run
-    lacks, draws no bar but an "n/a" text. ValueError for no runs, no families, a value that is
-    not a pair, or a non-numeric or infinite JREM.
+    lacks, draws no bar but an "n/a" text. ``counts[run][family] = (n_harmful, n_non_harmful)``,
+    when given, adds ``n=…`` under each value. ValueError for no runs, no families, a value that
+    is not a pair, a non-numeric or infinite JREM, or a missing count.
     """
     names = _run_names(runs, "cue_family_bars")
     families = _ordered_keys(runs.values(), CUE_FAMILIES)
@@ -306,6 +340,7 @@ def cue_family_bars(
         for side, (_, color, offset) in enumerate(sides):
             xs: list[float] = []
             heights: list[float] = []
+            texts: list[str] = []
             for j, family in enumerate(families):
                 where = f"cue_family_bars: run {name!r}, family {family!r}"
                 pair = _tuple(run.get(family, (None, None)), 2, where)
@@ -315,15 +350,17 @@ def cue_family_bars(
                 else:
                     xs.append(j + offset)
                     heights.append(100 * value)
+                    n = _count(counts, name, family, where)
+                    texts.append(_value_label(100 * value, None if n is None else n[side], 0))
             container = ax.bar(xs, heights, 0.4, **bar_props(color))
-            ax.bar_label(container, fmt="%.0f", padding=1.5, **text_props(STYLE.annotation_size))
+            ax.bar_label(container, texts, padding=1.5, **text_props(STYLE.annotation_size))
             top = max(top, *heights) if heights else top
         ax.set_title(literal(name), **text_props(STYLE.label_size))
         ax.set_xlim(-0.5, len(families) - 0.5)
         set_category_ticks(
             ax, "x", range(len(families)), [_CUE_FAMILY_LABELS.get(f, f.replace("_", " ")) for f in families]
         )
-    grid[0, 0].set_ylim(0, max(105.0, top * 1.1))
+    grid[0, 0].set_ylim(0, max(120.0 if counts is not None else 105.0, top * (1.25 if counts is not None else 1.1)))
     for row in range(rows):
         set_axis_label(grid[row, 0], "y", "JREM (%)")
     legend(figure, [patch_handle(label, color) for label, color, _ in sides])
@@ -408,6 +445,7 @@ def per_category_f1(
     runs: Mapping[str, Mapping[str, tuple[float | None, float | None, float | None]]],
     *,
     title: str = "F1 per category (95% CI)",
+    counts: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Figure:
     """Horizontal grouped bars of F1 per category with 95% confidence intervals.
 
@@ -417,9 +455,11 @@ def per_category_f1(
     ``{category: (f1, ci_low, ci_high)}`` as fractions, drawn in percent. Each interval is a
     dark line from low to high with a cap at each bound given; a bound that is None leaves
     that side open (the line stops at the F1), and with both None no interval is drawn. An F1
-    that is None/NaN, or a category a run lacks, draws no bar but an "n/a" text. ValueError for
-    no runs, no categories, an entry that is not a triple, a non-numeric or infinite value, or
-    a low bound above the high bound.
+    that is None/NaN, or a category a run lacks, draws no bar but an "n/a" text.
+    ``counts[run][category]`` (the reference items of that category), when given, writes
+    ``n=…`` right of each bar and its interval. ValueError for no runs, no categories, an entry
+    that is not a triple, a non-numeric or infinite value, a low bound above the high bound, or
+    a missing count.
     """
     names = _run_names(runs, "per_category_f1")
     categories = _ordered_keys(runs.values())
@@ -453,6 +493,12 @@ def per_category_f1(
                 raise ValueError(f"{where}: CI low {low} is above CI high {high}")
             ys.append(y)
             widths.append(100 * f1)
+            n = _count(counts, name, category, where)
+            if n is not None:
+                ax.annotate(
+                    f"n={n}", (100 * max(f1, high if high is not None else f1), y), xytext=(4, 0),
+                    textcoords="offset points", ha="left", va="center", **text_props(STYLE.annotation_size),
+                )  # fmt: skip
             if low is not None or high is not None:
                 lines.append((y, 100 * (f1 if low is None else low), 100 * (f1 if high is None else high)))
                 caps.extend((y, 100 * bound) for bound in (low, high) if bound is not None)
@@ -469,7 +515,7 @@ def per_category_f1(
                 markersize=max(3.0, min(8.0, 40 * bar_height)), color=STYLE.error_color,
             )  # fmt: skip
         handles.append(patch_handle(name, color, hatch))
-    ax.set_xlim(0, right * 1.02)
+    ax.set_xlim(0, right * (1.15 if counts is not None else 1.02))
     ax.set_ylim(len(categories) - 0.5, -0.5)
     set_category_ticks(ax, "y", range(len(categories)), categories)
     set_axis_label(ax, "x", "F1 (%)")

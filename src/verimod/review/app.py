@@ -13,6 +13,13 @@ cookie and is required before a decision is saved. Values are checked: verdicts 
 empty, corrections one of the codebook's admissible values (the target: free text up to 200
 characters), notes up to 2,000 characters; anything else is a 400 naming the field.
 
+Hosts: requests whose ``Host`` header names a host the app does not trust get a 400 before
+they reach a route (DNS rebinding; :mod:`.hosts`). Blinding (``blind=True``, the default): the
+pages show neither the system that wrote a rationale (its source-prefixed audit id neither: the
+item's own id instead) nor the judges' votes or the routing reasons that come from them; items
+of several sources come in a seeded interleaved order (:func:`~verimod.tasks.varm.audit_review.
+blind_order`, the audit's seed).
+
 Keys (``static/review.js``, ignored while typing in a text field): ``q``/``a`` groundedness
 pass/fail, ``w``/``s`` adequacy, ``e``/``d`` coherence, ``Enter`` save and next, ``j``/``k``
 next/previous without saving.
@@ -21,6 +28,7 @@ next/previous without saving.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,14 +36,16 @@ from urllib.parse import urlsplit
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from verimod.review.queue import QueueItem, dumps, evidence_spans, highlight, load_queue
+from verimod.review.hosts import TrustedHostGuard, trusted_hosts
+from verimod.review.queue import QueueItem, audit_seed, dumps, evidence_spans, highlight, load_queue
 from verimod.review.store import DecisionStore
 from verimod.tasks.varm.audit_checks import DIMENSIONS
-from verimod.tasks.varm.audit_review import Decision
+from verimod.tasks.varm.audit_review import Decision, blind_order, blind_reasons, source_of
 from verimod.tasks.varm.codebook import FIELDS, VOCABULARY
 
 CSRF_COOKIE, REVIEWER_COOKIE = "verimod_csrf", "verimod_reviewer"
@@ -85,16 +95,29 @@ def parse_decision(form: Any, item_id: str, reviewer: str) -> Decision:
     return Decision(item_id, reviewer, verdicts, corrections, notes)  # type: ignore[arg-type]
 
 
-def create_app(audit_dir: Path, db_path: Path) -> Starlette:
-    """The app over one audit folder and one decision database."""
+def create_app(
+    audit_dir: Path,
+    db_path: Path,
+    *,
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    blind: bool = True,
+) -> Starlette:
+    """The app over one audit folder and one decision database, serving the Host names of
+    :func:`~verimod.review.hosts.trusted_hosts` (``host`` is the bound address); ValueError for
+    an allowed host that is not a host name."""
+    hosts = trusted_hosts(host, allowed_hosts)
     queue = load_queue(audit_dir)
+    if blind:
+        sources = [source_of(item.id, item.item_id) for item in queue]
+        queue = [queue[k] for k in blind_order(sources, audit_seed(audit_dir))]
     store = DecisionStore(db_path)
     env = _environment()
 
     def page(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
         html = env.get_template(template).render(csrf=token, reviewer=request.cookies.get(REVIEWER_COOKIE, ""),
-                                                 total=len(queue), **values)  # fmt: skip
+                                                 total=len(queue), blind=blind, shown=shown, **values)  # fmt: skip
         response = HTMLResponse(html, status_code=status)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -102,6 +125,12 @@ def create_app(audit_dir: Path, db_path: Path) -> Starlette:
         if CSRF_COOKIE not in request.cookies:
             response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
         return response
+
+    def shown(item: QueueItem) -> dict[str, Any]:
+        """What the pages show of an item's provenance (blinded or not)."""
+        if blind:
+            return {"id": item.item_id, "system": "", "reasons": blind_reasons(item.reasons), "votes": {}}
+        return {"id": item.id, "system": item.system, "reasons": item.reasons, "votes": item.votes}
 
     async def checked_form(request: Request) -> Any:
         origin = request.headers.get("origin")
@@ -188,4 +217,4 @@ def create_app(audit_dir: Path, db_path: Path) -> Starlette:
         Route("/item/{n}", save, methods=["POST"]),
         Route("/static/review.js", script),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(TrustedHostGuard, hosts=hosts)])

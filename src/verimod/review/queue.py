@@ -52,6 +52,19 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [row for _, row in read_jsonl(path)] if path.exists() else []
 
 
+def audit_seed(audit_dir: Path) -> int:
+    """The seed ``review audit`` recorded in the folder's ``summary.json`` (0 when absent)."""
+    path = audit_dir / "summary.json"
+    if not path.is_file():
+        return 0
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError.at(str(path), None, None, f"not JSON: {exc}") from None
+    seed = summary.get("seed", 0) if isinstance(summary, dict) else 0
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
+
+
 def load_queue(audit_dir: Path) -> list[QueueItem]:
     """The routed items of an audit folder, in routing order."""
     for name in ("items.jsonl", "checks.jsonl", "routing.jsonl"):

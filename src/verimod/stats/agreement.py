@@ -371,22 +371,16 @@ def _resample_weights(rng: np.random.Generator, n_items: int, rows: int) -> Floa
     return np.bincount(drawn.ravel(), minlength=rows * n_items).reshape(rows, n_items).astype(np.float64)
 
 
-def bootstrap_cis(
-    statistics: Sequence[ItemStatistic], n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> list[ConfidenceInterval]:
-    """Percentile bootstrap intervals of several statistics of the same items, on shared resamples.
-
-    Each resample draws ``n_items`` items with replacement (``numpy.random.default_rng(seed)``);
-    every statistic is evaluated on the same resamples. The interval is the
-    ((1 − confidence)/2, (1 + confidence)/2) quantile (linear interpolation) of the resampled
-    values; resamples where a statistic is undefined (NaN, e.g. a resample with one category
-    only) are left out of its quantiles; when all are, or ``n_resamples`` is 0, low = high = NaN.
-    Deterministic for given data, ``n_resamples`` and ``seed``.
-    """
+def bootstrap_distribution(
+    statistics: Sequence[ItemStatistic], n_resamples: int = 1000, seed: int = 0
+) -> tuple[list[float], FloatArray]:
+    """The estimates of several statistics of the same items, and their values on shared
+    bootstrap resamples (statistics × resamples; NaN where a statistic is undefined on a
+    resample). Each resample draws ``n_items`` items with replacement
+    (``numpy.random.default_rng(seed)``). Deterministic for given data, ``n_resamples`` and
+    ``seed``."""
     if n_resamples < 0:
         raise ValueError("n_resamples must be ≥ 0")
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be in (0, 1)")
     sizes = {s.n_items for s in statistics}
     if len(sizes) > 1:
         raise ValueError(f"statistics over different numbers of items: {sorted(sizes)}")
@@ -403,6 +397,23 @@ def bootstrap_cis(
             sums = _resample_weights(rng, n_items, rows) @ stacked
             for j, statistic in enumerate(statistics):
                 values[j, start : start + rows] = statistic.from_sums(sums[:, bounds[j] : bounds[j + 1]])
+    return estimates, values
+
+
+def bootstrap_cis(
+    statistics: Sequence[ItemStatistic], n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> list[ConfidenceInterval]:
+    """Percentile bootstrap intervals of several statistics of the same items, on shared resamples.
+
+    The resamples are those of :func:`bootstrap_distribution`. The interval is the
+    ((1 − confidence)/2, (1 + confidence)/2) quantile (linear interpolation) of the resampled
+    values; resamples where a statistic is undefined (NaN, e.g. a resample with one category
+    only) are left out of its quantiles; when all are, or ``n_resamples`` is 0, low = high = NaN.
+    Callers that must say how many were left out use :func:`bootstrap_distribution`.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be in (0, 1)")
+    estimates, values = bootstrap_distribution(statistics, n_resamples, seed)
     tail = (1 - confidence) / 2
     intervals = []
     for estimate, row in zip(estimates, values, strict=True):

@@ -4,7 +4,8 @@ A checkpoint is a folder ``<out>/checkpoints/step-<n>/`` with the LoRA weights
 (``adapter.safetensors``), the optimizer and scheduler states (``optimizer.pt``,
 ``scheduler.pt``: tensors and numbers only, read back with ``torch.load(weights_only=True)``,
 never unpickling arbitrary objects), the torch RNG states (``rng.pt``) and ``state.json`` (step,
-best dev loss, evaluations without improvement, history, config fingerprint, data digests). It
+best dev loss, evaluations without improvement, history, training seconds so far, config
+fingerprint, data digests). It
 is written under a temporary name and renamed when complete; then ``<out>/checkpoints/LATEST``
 (the folder name) is replaced atomically, and older checkpoints are removed. A run killed at
 any moment therefore resumes from the last complete checkpoint and repeats at most the steps
@@ -38,6 +39,7 @@ class TrainState:
     best_step: int | None = None
     bad_evals: int = 0
     history: list[dict[str, Any]] | None = None
+    seconds: float = 0.0  # training time up to this state, summed over every resumed segment
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -47,12 +49,16 @@ class TrainState:
             "best_step": self.best_step,
             "bad_evals": self.bad_evals,
             "history": self.history or [],
+            "seconds": self.seconds,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainState:
         """Read back :meth:`to_json`."""
-        return cls(data["step"], data["best_dev_loss"], data["best_step"], data["bad_evals"], list(data["history"]))
+        return cls(
+            data["step"], data["best_dev_loss"], data["best_step"], data["bad_evals"], list(data["history"]),
+            float(data.get("seconds", 0.0)),  # checkpoints written before the field: unknown, counted as 0
+        )  # fmt: skip
 
 
 def _write_json(path: Path, payload: Any) -> None:

@@ -7,6 +7,12 @@ torch RNG state (dropout) is saved in every checkpoint and restored on resume. S
 configuration, data and software give the same losses and adapter on the same device — and a
 resumed run continues exactly where the uninterrupted one would be.
 
+Time: ``training.json``'s ``seconds`` is the training time of the whole run, summed over a
+first start and every ``--resume`` (each checkpoint records the seconds up to it; time spent
+after the last checkpoint of a killed segment is lost with the steps it made, and those steps
+count again when repeated); ``seconds_this_run`` is this process's share, model loading
+included; ``segments`` counts the starts.
+
 Device and precision: ``cuda`` loads the base weights in bfloat16, ``cpu`` in float32 (peft
 keeps the adapter weights in float32 either way); the loss is computed in float32.
 """
@@ -203,13 +209,16 @@ def train_sft(
         },
         "device": torch_dev.type,
     }
+    segments = 1
     if checkpoint is not None:
         state = load_checkpoint(checkpoint, model, optimizer, scheduler)
         resumed_from: int | None = state.step
+        segments += int(checkpoint_identity(checkpoint).get("segments", 1))
     else:
         state, resumed_from = TrainState(history=[]), None
         initial = dev_loss(model, dev_set.examples, config.batch_size, pad_id, torch_dev)
         state.history = [{"step": 0, "dev_loss": initial}]
+    seconds_before = state.seconds
     history = state.history if state.history is not None else []
     stopped_early = state.bad_evals >= config.patience
     model.train()
@@ -248,7 +257,8 @@ def train_sft(
         history.append(record)
         state.history = history
         if evaluated:
-            save_checkpoint(out, model, optimizer, scheduler, state, identity)
+            state.seconds = seconds_before + time.perf_counter() - started
+            save_checkpoint(out, model, optimizer, scheduler, state, {**identity, "segments": segments})
         if on_step is not None:
             on_step(StepReport(state.step, total, loss_total, learning_rate, record.get("dev_loss")))
     summary = {
@@ -258,7 +268,9 @@ def train_sft(
         "steps": state.step,
         "stopped_early": stopped_early,
         "resumed_from": resumed_from,
-        "seconds": round(time.perf_counter() - started, 3),
+        "seconds": round(seconds_before + time.perf_counter() - started, 3),
+        "seconds_this_run": round(time.perf_counter() - started, 3),
+        "segments": segments,
         "history": history,
     }
     (out / "training.json").write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

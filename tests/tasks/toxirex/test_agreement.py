@@ -190,3 +190,24 @@ def test_disagreement_counts():
     assert counts.total["subjective"] == 2 and counts.uncategorised == 1
     assert counts.shares == {"error": 0.25, "orthogonal": 0.25, "subjective": 0.5, "disjunct": 0.0}
     assert counts.to_dict()["shares_excluding_conditional"]["subjective"] == 0.5
+
+
+def test_bootstrap_resamples_with_undefined_kappa_are_counted_and_mark_the_interval():
+    """Nine comments all three annotators call not toxic, one they split on: a resample without
+    that comment has one category only, where κ is undefined. Those resamples are counted — the
+    number is the share of resamples drawing none of its copies, recounted here from the same
+    seeded draws — and the interval is marked."""
+    import numpy as np
+
+    annotations = [annotation(f"c{i}", a, not_toxic()) for i in range(9) for a in ANNOTATORS]
+    annotations += [annotation("c9", "a1", no_implication()), annotation("c9", "a2", no_implication()),
+                    annotation("c9", "a3", not_toxic())]  # fmt: skip
+    (row,) = variable_agreement(annotations, ["toxicity"], n_resamples=1000, seed=7)
+    draws = np.random.default_rng(7).integers(0, 10, size=(1000, 10))
+    expected = int((~(draws == 9).any(axis=1)).sum())  # c9 is the last comment in id order
+    assert 250 < expected < 450  # ≈ (9/10)^10 of 1000
+    assert (row.n_undefined, row.n_resamples) == (expected, 1000) and row.interval_marked
+    assert row.kappa == pytest.approx(_statsmodels(ratings_matrix(annotations, "toxicity")))
+    assert row.low < row.high
+    (clean,) = variable_agreement(_random_annotations(80, seed=1), ["toxicity"], n_resamples=200)
+    assert clean.n_undefined == 0 and not clean.interval_marked

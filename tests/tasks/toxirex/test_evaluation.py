@@ -23,6 +23,7 @@ from verimod.tasks.toxirex.evaluation_items import (
     NOT_REACHED,
     all_pairs,
     comment_items,
+    majority_pairs,
     max_pairs,
     random_draws,
     setting_labels,
@@ -342,7 +343,7 @@ def test_fixture_report_counts_and_an_independent_toxicity_score():
     predictions = load_predictions(FIXTURES / "predictions.jsonl")
     report = evaluate(annotations, predictions, n_draws=21, seed=0)
     assert (report.n_comments, report.n_annotations, report.n_missing, report.n_invalid) == (11, 33, 1, 2)
-    assert len(report.scores) == len(CLASSIFICATION_VARIABLES) * 4 * 3
+    assert len(report.scores) == len(CLASSIFICATION_VARIABLES) * 4 * 4  # variables × settings × modes
     assert report.summary.counts["identical"] == 4
     # toxicity is always reached: propagated/all = every (annotation, prediction) pair
     pred = {line["commentId"]: line for line in fixture_lines("predictions.jsonl")}
@@ -378,3 +379,102 @@ def test_metric_docstring_examples():
     from verimod.tasks.toxirex import evaluation_metrics
 
     assert doctest.testmod(evaluation_metrics).failed == 0
+
+
+# ---------------------------------------------------------------- empty random draws, majority vote, groups
+
+
+def _one_reacher_case(n_comments: int = 1):
+    """Per comment three annotators; only a1 reaches the implication (and agrees with the prediction)."""
+    annotations, predictions = [], []
+    for k in range(n_comments):
+        comment = f"e{k}"
+        annotations += [
+            annotation(comment, "a1", full(polarity="Negative")),
+            annotation(comment, "a2", not_toxic()),
+            annotation(comment, "a3", not_toxic()),
+        ]
+        predictions.append(prediction(comment, full(polarity="Negative")))
+    return annotations, predictions
+
+
+def test_random_mode_with_mostly_empty_draws_is_undefined_not_100_percent():
+    annotations, predictions = _one_reacher_case()
+    report = evaluate(annotations, predictions, variables=["implPolarity"], settings=["conditional"],
+                      modes=["random"], n_draws=100, seed=4)  # fmt: skip
+    row = report.score("implPolarity", "conditional", "random")
+    # the draws that pick a1 (index 0 in name order) are the only non-empty ones
+    chosen = np.random.default_rng(4).integers(0, [3], size=(100, 1))[:, 0]
+    assert row.nonempty_share == pytest.approx(np.mean(chosen == 0)) and row.nonempty_share < 0.5
+    assert row.n == 0 and math.isnan(row.f1) and math.isnan(row.precision) and math.isnan(row.prior)
+    # with most draws non-empty the medians are over the non-empty draws
+    two = [a for a in annotations if a.annotator != "a3"] + [annotation("e0", "a3", full(polarity="Negative"))]
+    filled = evaluate(two, predictions, variables=["implPolarity"], settings=["conditional"], modes=["random"],
+                      n_draws=100, seed=4).score("implPolarity", "conditional", "random")  # fmt: skip
+    assert filled.nonempty_share == pytest.approx(np.mean(chosen != 1)) and filled.nonempty_share >= 0.5
+    assert (filled.n, filled.f1) == (1, 1.0)
+
+
+def test_all_mode_without_items_is_undefined():
+    annotations, predictions = _one_reacher_case()
+    report = evaluate(annotations, predictions, variables=["hasOther"], settings=["conditional"], modes=["all"])
+    row = report.score("hasOther", "conditional", "all")
+    assert row.n == 1 and row.f1 == 1.0 and row.nonempty_share == 1.0
+    lone = evaluate([a for a in annotations if a.annotator != "a1"], predictions, variables=["hasOther"],
+                    settings=["conditional"], modes=["all"]).score("hasOther", "conditional", "all")  # fmt: skip
+    assert lone.n == 0 and lone.nonempty_share == 0.0 and math.isnan(lone.f1)
+
+
+# Majority vote, by hand (three annotators):
+#   m1: a1 full N, a2 full N, a3 not toxic  → toxicity yes (2/3); implPolarity N (2/3)
+#   m2: a1 full N, a2 full P, a3 not toxic  → toxicity yes; implPolarity N | P | ∅: no majority
+#   m3: a1, a2 not toxic, a3 full N         → toxicity no; implPolarity ∅ (2/3)
+# predictions: m1 full N, m2 full N, m3 not toxic.
+#   toxicity: gold yes yes no / pred yes yes no → F1 1; Prior (2/3)² + (1/3)² = 5/9
+#   implPolarity propagated: m1 (N / N) only; m2 left out (no majority); m3 neither side → 1 item
+def _majority_case():
+    annotations = [
+        annotation("m1", "a1", full(polarity="Negative", impl_tokens=("watch", "her", "back"))),
+        annotation("m1", "a2", full(polarity="Negative", impl_tokens=("watch", "her"))),
+        annotation("m1", "a3", not_toxic()),
+        annotation("m2", "a1", full(polarity="Negative")),
+        annotation("m2", "a2", full(polarity="Positive")),
+        annotation("m2", "a3", not_toxic()),
+        annotation("m3", "a1", not_toxic()),
+        annotation("m3", "a2", not_toxic()),
+        annotation("m3", "a3", full(polarity="Negative")),
+    ]
+    predictions = [prediction("m1", full()), prediction("m2", full()), prediction("m3", not_toxic())]
+    return annotations, predictions
+
+
+def test_majority_vote_mode_hand_computed():
+    annotations, predictions = _majority_case()
+    report = evaluate(annotations, predictions, variables=["toxicity", "implPolarity"], settings=["propagated"],
+                      modes=["majority", "all"])  # fmt: skip
+    toxicity = report.score("toxicity", "propagated", "majority")
+    assert (toxicity.n, toxicity.f1, toxicity.prior, toxicity.n_no_majority) == (3, 1.0, pytest.approx(5 / 9), 0)
+    polarity = report.score("implPolarity", "propagated", "majority")
+    assert (polarity.n, polarity.f1, polarity.n_no_majority) == (1, 1.0, 1)
+    assert report.score("toxicity", "propagated", "all").n == 9  # every annotation: a different sample
+    items, _ = comment_items(annotations, predictions)
+    sides = {p.comment_id: p.gold for p in majority_pairs(items)}
+    assert sides["m1"].values["implTokens"] == ("watch", "her")  # tokens chosen by more than half
+    assert "implPolarity" in sides["m2"].undecided and "implPolarity" not in sides["m2"].reached
+    assert "hasImplication" not in sides["m3"].reached and not sides["m3"].undecided
+
+
+def test_group_annotations_by_language():
+    from verimod.core.errors import InputError
+    from verimod.tasks.toxirex.groups import group_annotations
+
+    annotations = load_annotations(FIXTURES / "annotations.jsonl")
+    groups = group_annotations(annotations)
+    assert list(groups) == ["en", "nl", "zh"]
+    assert sum(len(g) for g in groups.values()) == len(annotations)
+    assert {a.comment_id[:2] for a in groups["zh"]} == {"zh"}
+    mixed = [*annotations[:2], annotations[2].model_copy(update={"lang": "en"})]
+    with pytest.raises(InputError, match="annotated as 'zh' and 'en'"):
+        group_annotations(mixed)
+    with pytest.raises(InputError, match="has no lang"):
+        group_annotations([annotations[0].model_copy(update={"lang": None})])

@@ -13,13 +13,13 @@ from statsmodels.stats.proportion import proportion_confint
 from tests.conftest import write_lines
 from verimod.core.errors import InputError
 from verimod.tasks.varm.audit_checks import AuditItem, CheckResult, ItemAudit
+from verimod.tasks.varm.audit_export import adjudicate
 from verimod.tasks.varm.audit_judge import MajorityVerdict
 from verimod.tasks.varm.audit_review import (
     SHEET_COLUMNS,
     Decision,
     audit_sources,
     audit_table,
-    corrected_references,
     read_decisions,
     route,
     sheet_rows,
@@ -93,10 +93,13 @@ def test_sheet_round_trip_and_bad_cells(tmp_path):
     write_csv(filled, rows)
     with pytest.raises(InputError, match=r"field 'fix_stance': must be one of"):
         read_decisions(filled)
-    corrected = corrected_references(subjects, decisions)
+    corrected = adjudicate(subjects, decisions).records
     assert [r["id"] for r in corrected] == [r.id for r in refs]
     assert (corrected[1]["label"], corrected[1]["category"]) == ("non_harmful", "non_attack")
-    assert corrected[1]["meta"]["review"] == {"corrected": ["category", "label"], "reviewers": ["bo"]}
+    assert corrected[1]["meta"]["review"] == {
+        "corrected": ["category", "label"], "reviewers": ["bo"], "rederived_anchors": ["label", "category"]
+    }  # fmt: skip
+    assert "[L: non_harmful]" in corrected[1]["cot"] and "[C: non_attack]" in corrected[1]["cot"]
     assert corrected[0] == json.loads(refs[0].model_dump_json(exclude_none=True))
 
 

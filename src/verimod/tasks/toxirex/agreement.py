@@ -3,6 +3,10 @@
 **Fleiss' κ per variable** (:func:`variable_agreement`), over comments, with
 :func:`verimod.stats.fleiss_kappa` (P̄ = mean_i Σ_c n_ic(n_ic − 1)/(m_i(m_i − 1)),
 P̄_e = Σ_c p_c², κ = (P̄ − P̄_e)/(1 − P̄_e)) and a percentile bootstrap interval over comments.
+κ is undefined on a resample whose ratings all fall in one category (P̄_e = 1); such resamples
+cannot enter the percentiles, and leaving them out silently biases the interval (it can end
+at the estimate). So they are counted (``n_undefined`` of ``n_resamples``) and any undefined
+resample marks the interval (:attr:`AgreementRow.interval_marked`), which rests on the others.
 Multi-label ``implTemporality`` gets one binary κ per label (``implTemporality:past`` …);
 attitudes are treated as nominal (six categories). Because the annotation stops early, which
 comments count for a variable is a choice (``missing``):
@@ -10,8 +14,15 @@ comments count for a variable is a choice (``missing``):
 - ``complete`` (default): the comments where every annotator reached the variable;
 - ``pairable``: every comment where at least two annotators reached it (unequal numbers of
   ratings per comment; p_c pools all ratings);
-- ``category``: every comment, "not reached" being one more category — the naive reading,
-  where upstream disagreements show up in every later variable.
+- ``category``: every comment, "not reached" being one more category, so upstream
+  disagreements show up in every later variable.
+
+The paper does not say which comments its Table 5 counts: it calls its κ "computed naively",
+"calculated independently for the categorical variables". Its values — down to −0.3 on the
+implication variables, while the gates reach 0.2–0.6 — are what the complete-case subsets
+give (few comments, skewed classes); with "not reached" as a category the implication
+variables would inherit the gates' agreement instead. ``complete`` is therefore the default,
+our reading of the paper; ``category`` is offered, not claimed as the paper's.
 
 **Disagreement sheet** (:func:`disagreement_rows`, :func:`write_sheet`, :func:`read_sheet`):
 one row per comment and variable on which the annotators disagree — by default the
@@ -42,10 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from verimod.core.errors import InputError, did_you_mean, shown
 from verimod.data.jsonl import atomic_write, dumps_line
 from verimod.data.records import read_records
-from verimod.stats.agreement import ConfidenceInterval, bootstrap_ci, fleiss_kappa_statistic
+from verimod.stats.agreement import bootstrap_distribution, fleiss_kappa_statistic
 from verimod.tasks.toxirex.evaluation_items import NOT_REACHED, Side, label
 from verimod.tasks.toxirex.schema import AnnotationRecord, Temporality
 from verimod.tasks.toxirex.stopping import (
@@ -72,6 +85,13 @@ class AgreementRow:
     kappa: float
     low: float
     high: float
+    n_undefined: int = 0
+    n_resamples: int = 0
+
+    @property
+    def interval_marked(self) -> bool:
+        """True when some bootstrap resamples had an undefined κ (module docstring)."""
+        return self.n_undefined > 0
 
 
 def _comments(annotations: Sequence[AnnotationRecord]) -> list[list[tuple[str, Side]]]:
@@ -111,6 +131,19 @@ def ratings_matrix(
     return rows
 
 
+def _kappa_row(name: str, rated: list[list[Any]], n_resamples: int, seed: int) -> AgreementRow:
+    """κ of the rated comments with its bootstrap interval and undefined resamples counted."""
+    (estimate,), values = bootstrap_distribution([fleiss_kappa_statistic(rated)], n_resamples, seed)
+    row = values[0]
+    defined = row[~np.isnan(row)]
+    undefined = int(n_resamples - defined.size)
+    if defined.size == 0:
+        low = high = math.nan
+    else:
+        low, high = (float(x) for x in np.quantile(defined, [0.025, 0.975]))
+    return AgreementRow(name, len(rated), estimate, low, high, undefined, n_resamples)
+
+
 def variable_agreement(
     annotations: Sequence[AnnotationRecord],
     variables: Sequence[str] = AGREEMENT_VARIABLES,
@@ -134,8 +167,7 @@ def variable_agreement(
             if not rated:
                 out.append(AgreementRow(name, 0, math.nan, math.nan, math.nan))
                 continue
-            ci: ConfidenceInterval = bootstrap_ci(fleiss_kappa_statistic(rated), n_resamples, seed)
-            out.append(AgreementRow(name, len(rated), ci.estimate, ci.low, ci.high))
+            out.append(_kappa_row(name, rated, n_resamples, seed))
     return out
 
 

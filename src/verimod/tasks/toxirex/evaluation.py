@@ -9,8 +9,14 @@ predictions re-score bit-identically):
   weighted precision, recall and F1 beside the analytic Prior baseline (Σ_c p_c²; see
   :mod:`~verimod.tasks.toxirex.evaluation_metrics`), the number of items and of invalid
   predictions among them (item selection: :mod:`~verimod.tasks.toxirex.evaluation_items`);
-  for ``random`` each number is the median over the draws (medians taken separately). The
-  Prior is computed on the same items' gold labels, ``<not reached>`` included (propagated);
+  for ``random`` each number is the median over the draws that have at least one item for
+  the variable (medians taken separately), and ``nonempty_share`` says what share of the draws
+  that is; when fewer than half of the draws have an item, the scores are undefined (NaN,
+  shown "n/a") — a median of the few non-empty draws would stand for a sample that mostly does
+  not exist. In the other modes ``nonempty_share`` is 1 or 0, and a variable without items
+  has undefined scores (never 100 % of nothing). ``majority`` rows also count the comments left
+  out for want of a majority (``n_no_majority``). The Prior is computed on the same items'
+  gold labels, ``<not reached>`` included (propagated);
 - per token variable and annotation mode: the mean Jaccard index over the items where both
   sides reached the variable and at least one selected a token (``n_both_empty`` counted apart);
 - summary-sentence accuracy (:mod:`~verimod.tasks.toxirex.summaries`), over all annotators;
@@ -41,6 +47,7 @@ from verimod.tasks.toxirex.evaluation_items import (
     Setting,
     all_pairs,
     comment_items,
+    majority_pairs,
     max_pairs,
     random_draws,
     setting_labels,
@@ -79,6 +86,8 @@ class ScoreRow:
     f1: float
     prior: float
     n_invalid: float
+    nonempty_share: float = 1.0
+    n_no_majority: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +99,7 @@ class JaccardRow:
     n: float
     mean: float
     n_both_empty: float
+    nonempty_share: float = 1.0
 
 
 def score_variable(
@@ -124,6 +134,23 @@ def _jaccard(pairs: Sequence[Pair], variable: str, unit: TokenUnit) -> tuple[flo
 def _median(values: Sequence[float]) -> float:
     finite = [v for v in values if not math.isnan(v)]
     return float(np.median(finite)) if finite else math.nan
+
+
+def aggregate_samples(
+    samples: Sequence[Sequence[float]], n_index: int, counts: Sequence[int] = ()
+) -> tuple[list[float], float]:
+    """The reported numbers over the samples of one mode, and the share of samples with at
+    least one item (``sample[n_index]`` > 0). Each number is the median over the non-empty
+    samples; when fewer than half of the samples are non-empty, the scores are NaN and the
+    counts (``n_index`` and ``counts``) the medians over all samples."""
+    if not samples:
+        raise ValueError("no samples")
+    nonempty = [sample for sample in samples if sample[n_index] > 0]
+    share = len(nonempty) / len(samples)
+    kept = {n_index, *counts}
+    if share < 0.5:
+        return [_median([s[k] for s in samples]) if k in kept else math.nan for k in range(len(samples[0]))], share
+    return [_median([s[k] for s in nonempty]) for k in range(len(samples[0]))], share
 
 
 @dataclass(frozen=True)
@@ -234,6 +261,8 @@ def evaluate(
             samples[mode] = [all_pairs(items)]
         elif mode == "max":
             samples[mode] = [max_pairs(items, max_on)]
+        elif mode == "majority":
+            samples[mode] = [majority_pairs(items)]
         else:
             samples[mode] = random_draws(items, n_draws, seed)
     rows = []
@@ -241,14 +270,15 @@ def evaluate(
         for setting in settings:
             for mode in modes:
                 draws = [score_variable(p, variable, setting, token_threshold, token_unit) for p in samples[mode]]
-                p, r, f, prior, n, inv = (_median([d[k] for d in draws]) for k in range(6))
-                rows.append(ScoreRow(variable, setting, mode, n, p, r, f, prior, inv))
+                (p, r, f, prior, n, inv), share = aggregate_samples(draws, n_index=4, counts=(5,))
+                undecided = sum(variable in pair.gold.undecided for pair in samples[mode][0])  # majority only
+                rows.append(ScoreRow(variable, setting, mode, n, p, r, f, prior, inv, share, float(undecided)))
     jaccard_rows = []
     for variable in TOKEN_VARIABLES:
         for mode in modes:
             stats = [_jaccard(p, variable, token_unit) for p in samples[mode]]
-            n, mean, empty = (_median([s[k] for s in stats]) for k in range(3))
-            jaccard_rows.append(JaccardRow(variable, mode, n, mean, empty))
+            (n, mean, empty), share = aggregate_samples(stats, n_index=0, counts=(2,))
+            jaccard_rows.append(JaccardRow(variable, mode, n, mean, empty, share))
     summary = summary_accuracy((i.comment_id, i.pred_reasoning, i.gold_reasonings) for i in items)
     attitudes = attitude_tables(_attitude_pairs(items, summary, attitudes_matched_only))
     config = {

@@ -33,7 +33,18 @@ reports give the number of invalid predictions beside every score.
 - ``max``: per comment the annotation most similar to the prediction on the variables ``on``:
   similarity = Σ_v s_v with s_v = 1 when neither side reached v, 0 when one did, else 1/0 for
   equal/unequal labels, the Jaccard index for token and multi-label variables (1 when both
-  are empty), exact match of normalised text for free text; ties go to the first annotator.
+  are empty), exact match of normalised text for free text; ties go to the first annotator;
+- ``majority``: per comment one gold label per variable, the value given by more than half of
+  the comment's annotators, "not reached" counting as a value (the paper's Table 10, "labels
+  obtained by majority vote amongst annotators"). A multi-label value is one vote (the whole
+  set); free text is compared normalised. Token selections: when more than half reached the
+  variable, the tokens selected by more than half of all annotators. A variable without such
+  a majority is *undecided* for that comment: the comment is left out of that variable's items
+  (counted apart as ``n_no_majority``), never guessed.
+
+Every sample of items (the draws of ``random``; the one list of the other modes) is scored
+apart; a sample with no item for a variable gives no score (see
+:mod:`~verimod.tasks.toxirex.evaluation`).
 """
 
 from __future__ import annotations
@@ -52,8 +63,10 @@ from verimod.tasks.toxirex.summaries import normalize_text
 
 Setting = Literal["propagated", "conditional", "optimistic", "cond-tokens"]
 SETTINGS: tuple[Setting, ...] = ("propagated", "conditional", "optimistic", "cond-tokens")
-Mode = Literal["all", "random", "max"]
-MODES: tuple[Mode, ...] = ("all", "random", "max")
+Mode = Literal["all", "random", "max", "majority"]
+MODES: tuple[Mode, ...] = ("all", "random", "max", "majority")
+#: The annotator name of majority-vote items.
+MAJORITY = "<majority>"
 NOT_REACHED = "<not reached>"
 INVALID = "<invalid>"
 RELEVANT_TOKENS: dict[str, str] = {
@@ -70,11 +83,13 @@ DEFAULT_MAX_ON: tuple[str, ...] = ("toxicity", "counternarrative", "justInapprop
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    """One annotation or prediction as flat values, the variables it reached, and validity."""
+    """One annotation or prediction as flat values, the variables it reached, and validity;
+    ``undecided``: the variables a majority-vote side has no majority on."""
 
     values: Mapping[str, Any]
     reached: frozenset[str]
     invalid: bool = False
+    undecided: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, reasoning: ToxicReasoning | None) -> Side:
@@ -155,6 +170,54 @@ def random_draws(items: Sequence[CommentItem], n_draws: int, seed: int) -> list[
     ]
 
 
+def _vote(side: Side, name: str, kind: str) -> Any:
+    """One annotator's vote on a variable (hashable): its label, or ``<not reached>``."""
+    if name not in side.reached:
+        return NOT_REACHED
+    value = side.values[name]
+    if kind == "text":
+        return normalize_text(value) if value is not None else NOT_REACHED
+    if kind == "tokens":
+        return tuple(value or ())
+    return label(value, kind)
+
+
+def majority_side(sides: Sequence[Side]) -> Side:
+    """The majority-vote gold side of one comment's annotations (module docstring)."""
+    values: dict[str, Any] = dict.fromkeys(VARIABLE_BY_NAME)
+    reached: set[str] = set()
+    undecided: set[str] = set()
+    half = len(sides) / 2
+    for name, variable in VARIABLE_BY_NAME.items():
+        votes = [_vote(side, name, variable.kind) for side in sides]
+        if variable.kind == "tokens":
+            reachers = [side for side, vote in zip(sides, votes, strict=True) if vote != NOT_REACHED]
+            if len(reachers) == half:
+                undecided.add(name)  # as many reached it as did not
+            if len(reachers) <= half:
+                continue
+            counts: dict[Any, int] = {}
+            for side in reachers:
+                for token in dict.fromkeys(side.values[name] or ()):
+                    counts[token] = counts.get(token, 0) + 1
+            values[name] = tuple(t for t, c in counts.items() if c > half)
+            reached.add(name)
+            continue
+        winner = next((v for v in dict.fromkeys(votes) if votes.count(v) > half), None)
+        if winner is None:
+            undecided.add(name)
+        elif winner != NOT_REACHED:
+            source = sides[votes.index(winner)]
+            values[name] = source.values[name]
+            reached.add(name)
+    return Side(values, frozenset(reached), False, frozenset(undecided))
+
+
+def majority_pairs(items: Sequence[CommentItem]) -> list[Pair]:
+    """Mode ``majority``: per comment one item, the majority-vote annotation (module docstring)."""
+    return [Pair(i.comment_id, MAJORITY, majority_side([gold for _, gold in i.annotations]), i.pred) for i in items]
+
+
 def _value_similarity(name: str, gold: Side, pred: Side) -> float:
     g_in, p_in = name in gold.reached, name in pred.reached
     if not g_in and not p_in:
@@ -222,7 +285,8 @@ def setting_labels(
     token_threshold: float = 0.5,
     unit: TokenUnit = "token",
 ) -> tuple[list[Any], list[Any], int]:
-    """``(gold labels, predicted labels, invalid count)`` of ``variable`` under ``setting``."""
+    """``(gold labels, predicted labels, invalid count)`` of ``variable`` under ``setting``
+    (items whose gold side is undecided on ``variable`` are left out)."""
     kind = VARIABLE_BY_NAME[variable].kind
     gold_labels: list[Any] = []
     pred_labels: list[Any] = []
@@ -231,6 +295,8 @@ def setting_labels(
     if setting == "cond-tokens" and tokens_variable is None:
         return gold_labels, pred_labels, 0
     for pair in pairs:
+        if variable in pair.gold.undecided:
+            continue
         g_in = variable in pair.gold.reached
         p_in = variable in pair.pred.reached
         if setting in ("conditional", "cond-tokens"):

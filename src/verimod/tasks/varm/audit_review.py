@@ -22,8 +22,19 @@ spreadsheet programs read Chinese) or JSONL by the file's extension. Reading a f
 checks every value and names file, line and field on the first bad one; rows without any
 verdict or correction are skipped (not reviewed yet).
 
+**Blinding** (``--blind``, the default for review): a blinded reviewer sees neither the system
+that wrote a rationale nor the judges' votes. :func:`blind_reasons` keeps only the proxy
+failures of the routing reasons (the judges' verdicts, and ``sampled`` — which says the judges
+and proxies found nothing — are hidden). When the items come from several sources (runs or
+files, whose ids carry the source), :func:`blind_order` interleaves them in a seeded order
+(``numpy.random.default_rng(seed).permutation``), and :func:`blind_sheet` empties the
+``system`` and ``judge_votes`` columns and writes codes (``b0001`` …, in that order) in place of
+the source-prefixed audit ids; the key (code → audit id, :data:`BLIND_KEY` in the audit folder)
+is read back by :func:`read_decisions`.
+
 **Audit table** (:func:`audit_table`): per system and dimension, the final verdict of each
-item — the reviewers' majority where reviewed (a tie is ``fail``), else the judges' majority
+item — the reviewers' majority where reviewed (a tie is ``fail``; an adjudicator's verdict,
+when given, replaces the others), else the judges' majority
 (``undecided`` counts as unknown), else the proxies' verdict (``n/a`` unknown) — and the pass
 rate over items with a known verdict, with its Wilson 95% interval and where the verdicts came
 from.
@@ -36,7 +47,7 @@ import io
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +67,7 @@ SHEET_COLUMNS: tuple[str, ...] = (
     "item_id", "system", "text", "context", "rationale", "record", "reference", "route", "proxy_failures",
     "judge_votes", *DIMENSIONS, *FIX_COLUMNS, "reviewer", "notes",
 )  # fmt: skip
+BLIND_KEY = "blind_key.json"
 _YES = frozenset({"pass", "yes", "y", "1", "true", "是", "合格", "通过"})
 _NO = frozenset({"fail", "no", "n", "0", "false", "否", "不合格", "不通过"})
 
@@ -196,6 +208,47 @@ def write_sheet(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
     path.write_text(buffer.getvalue(), encoding="utf-8-sig")
 
 
+def blind_reasons(reasons: Sequence[str]) -> tuple[str, ...]:
+    """The routing reasons a blinded reviewer sees: the proxy failures (module docstring)."""
+    return tuple(r for r in reasons if r.startswith("proxy:"))
+
+
+def source_of(audit_id: str, item_id: str) -> str:
+    """The source part of an audit id (``""`` when the audit had one source)."""
+    return audit_id[: -len(item_id) - 1] if audit_id != item_id and audit_id.endswith(f"/{item_id}") else ""
+
+
+def blind_order(sources: Sequence[str], seed: int) -> list[int]:
+    """Positions of items from ``sources`` in the order a blinded reviewer sees them: a seeded
+    permutation when there are several sources, else the given order."""
+    import numpy as np
+
+    if len(set(sources)) < 2:
+        return list(range(len(sources)))
+    return [int(k) for k in np.random.default_rng(seed).permutation(len(sources))]
+
+
+def blind_sheet(
+    rows: Sequence[Mapping[str, str]], sources: Sequence[str], seed: int
+) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """The sheet rows (from ``sources``, one per row) as a blinded reviewer gets them, and the
+    key code → audit id (empty when one source: the ids then carry no source); module docstring."""
+    order = blind_order(sources, seed)
+    coded = len(set(sources)) > 1
+    out: list[dict[str, str]] = []
+    key: dict[str, str] = {}
+    for number, k in enumerate(order, start=1):
+        row = dict(rows[k])
+        route = blind_reasons([r.strip() for r in row["route"].split(";") if r.strip()])
+        row |= {"system": "", "judge_votes": "", "route": "; ".join(route)}
+        if coded:
+            code = f"b{number:04d}"
+            key[code] = row["item_id"]
+            row["item_id"] = code
+        out.append(row)
+    return out, key
+
+
 @dataclass(frozen=True)
 class Decision:
     """One reviewer's decision on one item."""
@@ -211,8 +264,9 @@ def _cell(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value).strip()
 
 
-def read_decisions(path: Path) -> list[Decision]:
-    """The filled rows of a review sheet (module docstring)."""
+def read_decisions(path: Path, key: Mapping[str, str] | None = None) -> list[Decision]:
+    """The filled rows of a review sheet (module docstring); ``key`` maps the codes of a
+    blinded sheet back to audit ids."""
     name = str(path)
     out = []
     for line, row in read_records(path):
@@ -241,6 +295,7 @@ def read_decisions(path: Path) -> list[Decision]:
         reviewer = _cell(row.get("reviewer"))
         if not reviewer:
             raise InputError.at(name, line, "reviewer", "a decision needs the reviewer's name")
+        item_id = (key or {}).get(item_id, item_id)
         out.append(Decision(item_id, reviewer, verdicts, corrections, _cell(row.get("notes"))))
     return out
 
@@ -279,11 +334,16 @@ def final_verdicts(
     audits: Sequence[ItemAudit],
     judged: Mapping[str, Mapping[str, MajorityVerdict]] | None,
     decisions: Sequence[Decision],
+    adjudicators: Collection[str] = (),
 ) -> dict[str, dict[str, tuple[str, str]]]:
-    """Item id → dimension → (verdict pass | fail | unknown, source human | judge | proxy)."""
+    """Item id → dimension → (verdict pass | fail | unknown, source human | judge | proxy);
+    an adjudicator's verdicts on an item replace the other reviewers' (module docstring)."""
     human: dict[str, dict[str, list[str]]] = {}
+    ruled = {(d.item_id, dim) for d in decisions if d.reviewer in adjudicators for dim in d.verdicts}
     for decision in decisions:
         for dimension, verdict in decision.verdicts.items():
+            if (decision.item_id, dimension) in ruled and decision.reviewer not in adjudicators:
+                continue
             human.setdefault(decision.item_id, {}).setdefault(dimension, []).append(verdict)
     out: dict[str, dict[str, tuple[str, str]]] = {}
     for audit in audits:
@@ -307,9 +367,10 @@ def audit_table(
     audits: Sequence[ItemAudit],
     judged: Mapping[str, Mapping[str, MajorityVerdict]] | None = None,
     decisions: Sequence[Decision] = (),
+    adjudicators: Collection[str] = (),
 ) -> list[DimensionRate]:
     """Per system and dimension: pass rate of the final verdicts with a Wilson 95% interval."""
-    finals = final_verdicts(audits, judged, decisions)
+    finals = final_verdicts(audits, judged, decisions, adjudicators)
     systems = list(dict.fromkeys(a.item.system or "" for a in audits))
     rows = []
     for system in systems:
@@ -323,28 +384,3 @@ def audit_table(
                 DimensionRate(system, dimension, passed, len(known), low, high, dict(Counter(s for _, s in known)))
             )
     return rows
-
-
-def corrected_references(subjects: Sequence[AuditSubject], decisions: Sequence[Decision]) -> list[dict[str, Any]]:
-    """The reference records with the reviewers' corrections applied (the last decision with a
-    correction of a field wins), each with a ``review`` note in ``meta``."""
-    fixes: dict[str, dict[str, str]] = {}
-    reviewers: dict[str, list[str]] = {}
-    for decision in decisions:
-        fixes.setdefault(decision.item_id, {}).update(decision.corrections)
-        reviewers.setdefault(decision.item_id, []).append(decision.reviewer)
-    out = []
-    seen: set[str] = set()
-    for subject in subjects:
-        reference = subject.reference
-        if reference is None or subject.item_id in seen:
-            continue
-        seen.add(subject.item_id)
-        own = {k: v for s in subjects if s.item_id == subject.item_id for k, v in fixes.get(s.item.id, {}).items()}
-        record = json.loads(reference.model_dump_json(exclude_none=True))
-        if own:
-            record.update(own)
-            who = sorted({r for s in subjects if s.item_id == subject.item_id for r in reviewers.get(s.item.id, [])})
-            record["meta"] = {**(record.get("meta") or {}), "review": {"corrected": sorted(own), "reviewers": who}}
-        out.append(record)
-    return out

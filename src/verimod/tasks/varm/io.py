@@ -119,6 +119,13 @@ def _item_problems(
     return reference, problems
 
 
+def record_problems(obj: dict[str, Any], require_complete: bool = True) -> list[Problem]:
+    """Every problem ``verimod validate`` reports for one reference object on its own (fields,
+    values, completeness, codebook constraints, the rationale's anchors), by field and message
+    (path and line are placeholders)."""
+    return _item_problems(obj, "record", 1, {}, require_complete)[1]
+
+
 def reference_problems(
     path: str | Path,
     encoding: str | None = None,
