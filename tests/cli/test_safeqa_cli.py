@@ -163,7 +163,7 @@ def test_pipeline(cli, workspace):
         "--bootstrap",
         "50",
     )
-    assert "judges (all pairs" in table.stdout and "judge × category cells" in table.stdout
+    assert "judges (binary-resolved pairs" in table.stdout and "judge × category cells" in table.stdout
 
 
 def test_bad_inputs(cli, workspace):

@@ -39,9 +39,12 @@ def test_registry_lists_every_documented_format():
         "llm-judge",
         "md-judge",
         "md-judge-v0.1",
+        "nemoguard",
+        "polyguard",
         "qwen3guard",
         "shieldgemma",
         "wildguard",
+        "yufeng-xguard",
     ]
     for name in judge_formats:
         fmt = judge_formats.get(name)
@@ -129,8 +132,8 @@ def test_placeholders_in_the_pair_stay_literal():
 def test_versions_identify_requests_and_normalizer():
     versions = {name: judge_formats.get(name).version for name in judge_formats}
     assert versions["llama-guard"] == versions["qwen3guard"] == "turns/1"
-    prompted = [versions[n] for n in ("llm-judge", "wildguard", "shieldgemma", "md-judge-v0.1")]
-    assert len(set(prompted)) == 4 and all(v.startswith("safeqa-judge-prompts/1:") for v in prompted)
+    prompted = [versions[n] for n in ("llm-judge", "wildguard", "shieldgemma", "md-judge-v0.1", "nemoguard", "polyguard")]
+    assert len(set(prompted)) == 6 and all(v.startswith("safeqa-judge-prompts/2:") for v in prompted)
     assert judge_formats.get("wildguard").identity()["normalizer"] == NORMALIZER_VERSION
 
 
@@ -468,6 +471,10 @@ def test_judge_output_keeps_raw_probability_and_categories():
         "probability_unsafe": 0.93,
         "categories": ["S1", "S10"],
         "error": None,
+        "reason": None,
+        "format": "llama-guard",
+        "finish_reason": None,
+        "generation": None,
     }
     invalid = judge_output("q8::qwen", "wildguard", "wildguard", "Harmful response: N/A")
     assert (invalid.label, invalid.raw) == ("invalid", "Harmful response: N/A")
@@ -525,4 +532,6 @@ def test_text_without_any_verdict_word_is_invalid(raw):
     if any(w in raw.lower() for w in ("safe", "yes", "no", "result", "verdict")):
         return
     for fmt in judge_formats:
+        if fmt == "yufeng-xguard":  # its whole answer is a short category ID, which random text can be
+            continue
         assert judge_formats.get(fmt).normalize(raw)[0] == "invalid"
