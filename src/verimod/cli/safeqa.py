@@ -122,9 +122,9 @@ def import_data(
         io.write_models(out_dir / "responses.jsonl", responses)
         io.write_models(out_dir / "references.jsonl", references)
         written += [f"{len(responses)} responses", f"{len(references)} reference labels"]
-    console.print(f"{out_dir}: {', '.join(written)}", highlight=False)
+    console.print(f"{out_dir}: {', '.join(written)}", highlight=False, soft_wrap=True)
     for note in notes:
-        console.print(f"  {note}", highlight=False)
+        console.print(f"  {note}", highlight=False, soft_wrap=True)
 
 
 def _progress_callback(progress: RunProgress) -> Any:
@@ -135,12 +135,13 @@ def _progress_callback(progress: RunProgress) -> Any:
     return advance
 
 
-def _print_methods(summary: list[dict[str, Any]], declarative_seeds: int, question_seeds: int) -> None:
+def _print_methods(summary: list[dict[str, Any]], seeds: list[Any]) -> None:
     table = Table(title="transformations (per method)")
-    for column in ("method", "made", "skipped (why)", "rejected rewrites", "risk terms hit", "missed"):
-        table.add_column(column, justify="left" if column in ("method", "skipped (why)") else "right")
+    for column in ("method", "made", "skipped (why)", "rejected", "risk hit", "missed"):
+        justify = "left" if column in ("method", "skipped (why)") else "right"
+        table.add_column(column, justify=justify, overflow="fold", min_width=19 if column == "method" else None)
     for row in summary:
-        skipped = "; ".join(f"{n} {kind}" for kind, n in row["skipped"].items())
+        skipped = "; ".join(f"{n} {kind}" for kind, n in row["skipped"].items()).replace("-", "\u2011")
         if row["not_run"]:
             skipped = f"not run: {row['not_run']}"
         coverage = "" if row["risk_coverage"] is None else f"{100 * row['risk_coverage']:.1f} %"
@@ -148,10 +149,20 @@ def _print_methods(summary: list[dict[str, Any]], declarative_seeds: int, questi
         table.add_row(row["method"], str(row["made"]), skipped, str(row["rejected_attempts"]), coverage, missed)
     console.print(table)
     if any("declarative-only" in row["skipped"] for row in summary):
+        from verimod.tasks.safeqa.transforms.declarative import needs_twin
+
+        lacking = len(needs_twin(seeds))
+        questions = sum(q.form == "question" for q in seeds)
+        note = (
+            f"{lacking} of them have no declarative twin: add twins with 'safeqa import --declarative' or "
+            "--declarative-model"
+            if lacking
+            else "each has a declarative twin, which the declarative-only methods transform instead"
+        )
         console.print(
-            f"  declarative-only methods skip question-form seeds ({question_seeds} question, {declarative_seeds} "
-            "declarative seeds): add declarative twins with 'safeqa import --declarative' or --declarative-model",
+            f"  declarative-only methods skip the {questions} question-form seeds; {note}",
             highlight=False,
+            soft_wrap=True,
         )
 
 
@@ -262,12 +273,11 @@ def transform(
         f"{len(result)} adversarial queries from {len(base_seeds)} seeds written to {out}"
         f" ({len(rejections)} rejected rewrite attempts{f' → {rejected}' if rejected else ''})",
         highlight=False,
+        soft_wrap=True,
     )
     for name, reason in result.methods_not_run.items():
-        console.print(f"  skipped method {name}: {reason}", highlight=False)
-    _print_methods(
-        summary, sum(q.form == "declarative" for q in base_seeds), sum(q.form == "question" for q in base_seeds)
-    )
+        console.print(f"  skipped method {name}: {reason}", highlight=False, soft_wrap=True)
+    _print_methods(summary, base_seeds)
 
 
 def _applies(method: str, query: Any) -> bool:
@@ -353,6 +363,7 @@ def collect(
             f"{stats.done} responses ({stats.errors} errors, {stats.cache_hits} cached) → {out}"
             f"{f'; {cut} answers cut at --max-tokens {params.max_tokens}' if cut else ''}",
             highlight=False,
+            soft_wrap=True,
         )
 
 
@@ -419,12 +430,13 @@ def judge(
     coverage = normalization_coverage(outputs)
     if not quiet:
         coverage.pop("by_judge", None)
-        console.print(f"{judge_name}: {json.dumps(coverage, ensure_ascii=False)}", highlight=False)
+        console.print(f"{judge_name}: {json.dumps(coverage, ensure_ascii=False)}", highlight=False, soft_wrap=True)
         if coverage["cut_invalid"]:
             err_console.print(
                 f"warning: {coverage['cut_invalid']} invalid outputs were cut at {params.max_tokens} tokens: "
                 "raise --max-tokens and judge again into a new file",
                 highlight=False,
+                soft_wrap=True,
             )
 
 
@@ -449,6 +461,7 @@ def _print_audit(final: Any, experts: Any) -> None:
             f"Fleiss κ {show(agreement.fleiss_kappa)}, Krippendorff α {show(agreement.krippendorff_alpha)}; "
             f"{len(experts.discussion)} in the discussion queue, {len(experts.incomplete)} incomplete",
             highlight=False,
+            soft_wrap=True,
         )
 
 
@@ -526,6 +539,7 @@ def adjudicate(
         f"{len(to_adjudicate)} needed the adjudicator; {len(final.unresolved)} unresolved; "
         f"{len(experts.labels) if experts else 0} expert labels{f'; {kept} source labels kept' if gold else ''}",
         highlight=False,
+        soft_wrap=True,
     )
     if experts is not None:
         _print_audit(final, experts)
@@ -554,6 +568,7 @@ def _write_sheet(
         console.print(
             f"blind sheet: {len(built.rows)} items → {sheet}; key (keep it from the experts) → {key_file}",
             highlight=False,
+            soft_wrap=True,
         )
     else:
         inspection.write_inspection_sheet(sheet, inspection.inspection_rows(sample.pair_ids, result, pairs))

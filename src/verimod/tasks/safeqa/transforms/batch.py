@@ -90,7 +90,7 @@ class TransformedQueries(list[SafeQuery]):
         in clear, summed)."""
         made = Counter(q.method for q in self)
         skips = self.skip_counts()
-        rejected = Counter(self._method_of(r.key) for r in self.rejected)
+        rejected = Counter(r.kind for r in self.rejected)
         rows = []
         for method in methods:
             rates = [
@@ -115,11 +115,6 @@ class TransformedQueries(list[SafeQuery]):
                 }
             )
         return rows
-
-    @staticmethod
-    def _method_of(key: str) -> str:
-        parts = key.split("~")
-        return parts[1] if len(parts) > 1 else key
 
 
 def _validate_methods(
