@@ -240,6 +240,8 @@ def test_real_local_judge_beside_two_scripted_ones(cli, workspace):
         "qwen-0.5b",
         "--max-concurrency",
         "1",
+        "--max-tokens",  # the llm-judge default (512) is for real judges; a 0.5B model on CPU is kept short
+        "160",
     )
     assert result.exit_code == 0, result.stderr
     outputs = [json.loads(x) for x in (tmp / "judges.jsonl").read_text(encoding="utf-8").splitlines()]

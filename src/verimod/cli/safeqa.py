@@ -138,8 +138,10 @@ def _progress_callback(progress: RunProgress) -> Any:
 def _print_methods(summary: list[dict[str, Any]], seeds: list[Any]) -> None:
     table = Table(title="transformations (per method)")
     for column in ("method", "made", "skipped (why)", "rejected", "risk hit", "missed"):
-        justify = "left" if column in ("method", "skipped (why)") else "right"
-        table.add_column(column, justify=justify, overflow="fold", min_width=19 if column == "method" else None)
+        left = column in ("method", "skipped (why)")
+        table.add_column(
+            column, justify="left" if left else "right", overflow="fold", min_width=19 if column == "method" else None
+        )
     for row in summary:
         skipped = "; ".join(f"{n} {kind}" for kind, n in row["skipped"].items()).replace("-", "\u2011")
         if row["not_run"]:
