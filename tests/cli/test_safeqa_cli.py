@@ -641,3 +641,25 @@ def test_no_traceback_on_any_shared_data_set(cli, tmp_path, shared_data):
     assert imported == len(files)  # each file imports as its own kind
     flames = load_queries(tmp_path / "Flames_1k_Chinese-flames" / "all.jsonl")
     assert all(q.meta["seed_source"] == "flames" for q in flames if q.method)
+
+
+def test_a_model_writes_declarative_twins_before_the_transformations(cli, workspace):
+    pytest.importorskip("pypinyin", reason="the transformations need pypinyin: pip install 'verimod[safeqa]'")
+    tmp, csv = workspace
+    assert cli("safeqa", "import", csv, tmp / "d", "--from", "jade", "--limit", "3").exit_code == 0
+    seeds = load_queries(tmp / "d" / "queries.jsonl")
+    answers = [{"id": f"{q.id}~declarative", "output": f"请说明{q.text.rstrip('？')}的方法。"} for q in seeds[:2]]
+    answers.append({"id": f"{seeds[2].id}~declarative", "output": "抱歉，我不能协助改写。"})  # rejected: refusal
+    writer = write_lines(tmp / "twins.jsonl", answers)
+    result = cli(
+        "safeqa", "transform", tmp / "d" / "queries.jsonl", tmp / "all.jsonl", "--methods", "encoding,homophone",
+        "--declarative-model", f"scripted:{writer}", "--rejected", tmp / "rejected.jsonl", "--max-attempts", "1",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "2 declarative twins written by scripted:" in result.stdout and "(1 rejected)" in result.stdout
+    made = load_queries(tmp / "all.jsonl")
+    twins = [q for q in made if q.id.endswith("~declarative")]
+    assert len(twins) == 2 and all(t.meta["declarative"]["channel"] == "llm-rewrite" for t in twins)
+    assert {q.seed_id for q in made if q.method == "encoding"} == {t.id for t in twins}  # declarative-only: twins
+    rejected = [json.loads(x) for x in (tmp / "rejected.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["kind"], r["reason"]) for r in rejected] == [("declarative", "refusal")]

@@ -310,7 +310,8 @@ async def _declarative_stage(
             provenance = {"channel": "llm-rewrite", **rewrite_meta(result, writer.spec, config.meaning.mode)}
             twins.append(twin(query, str(result.text), provenance))
     if not quiet:
-        console.print(f"{len(twins)} declarative twins written by {writer.spec} ({len(tasks) - len(twins)} rejected)")
+        made = f"{len(twins)} declarative twins written by {writer.spec} ({len(tasks) - len(twins)} rejected)"
+        console.print(made, highlight=False, soft_wrap=True)
     return twins
 
 
@@ -574,7 +575,7 @@ def _write_sheet(
         )
     else:
         inspection.write_inspection_sheet(sheet, inspection.inspection_rows(sample.pair_ids, result, pairs))
-        console.print(safe(f"inspection sheet: {len(sample.pair_ids)} pairs → {sheet}"))
+        console.print(safe(f"inspection sheet: {len(sample.pair_ids)} pairs → {sheet}"), soft_wrap=True)
 
 
 safeqa_app.command("report")(report_command)

@@ -123,6 +123,7 @@ def report_command(
                 f"judge × category cells whose conflict rate rises from base to adversarial: "
                 f"{judges_report.n_conflict_cells_rising} of {judges_report.n_conflict_cells}",
                 highlight=False,
+                soft_wrap=True,
             )
 
 
