@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig, Outcome, run_requests
-from verimod.models.base import ModelBackend, ModelResponse
+from verimod.models.base import ModelBackend, ModelRequest, ModelResponse
 from verimod.tasks.safeqa.transforms.base import load_table
 from verimod.tasks.safeqa.transforms.meaning import MeaningConfig, MeaningVerdict, check_requests, judge_meaning
 from verimod.tasks.safeqa.transforms.rewrite import MAX_TOKENS, RewriteTask, clean_rewrite
@@ -110,35 +110,17 @@ async def run_rewrites(
     for attempt in range(1, config.max_attempts + 1):
         if not open_keys:
             break
-        answers: dict[str, ModelResponse | None] = {}
-        errors: dict[str, str] = {}
         requests = [
             results[key].task.request(attempt, config.retry_temperature, config.max_tokens) for key in open_keys
         ]
-        by_sample = {request.sample_id: key for request, key in zip(requests, open_keys, strict=True)}
-
-        def record(
-            outcome: Outcome,
-            answers: dict[str, ModelResponse | None] = answers,
-            errors: dict[str, str] = errors,
-            by_sample: dict[str, str] = by_sample,
-        ) -> None:
-            key = by_sample[outcome.request.sample_id]
-            answers[key] = outcome.response
-            if outcome.error is not None:
-                errors[key] = f"{outcome.error.kind}: {outcome.error}"
-            if on_outcome is not None:
-                on_outcome(outcome)
-
-        await run_requests(backend, requests, record, engine, cache, prompt_version())
+        replies = await _ask(backend, requests, engine, cache, prompt_version(), on_outcome)
+        answers = {key: replies[request.sample_id] for key, request in zip(open_keys, requests, strict=True)}
         candidates: dict[str, str] = {}
         for key in open_keys:
-            result, response = results[key], answers.get(key)
+            result, (response, error) = results[key], answers[key]
             result.attempts = attempt
             if response is None:
-                result.rejections.append(
-                    Rejection(key, result.task.kind, attempt, None, "model-error", errors.get(key, "no answer"))
-                )
+                result.rejections.append(Rejection(key, result.task.kind, attempt, None, "model-error", error or ""))
                 continue
             text = clean_rewrite(response.text or "")
             problem = check_rewrite(
@@ -171,6 +153,28 @@ async def run_rewrites(
     return [results[task.key] for task in tasks]
 
 
+async def _ask(
+    backend: ModelBackend,
+    requests: Sequence[ModelRequest],
+    engine: EngineConfig | None,
+    cache: ResponseCache | None,
+    version: str,
+    on_outcome: Callable[[Outcome], None] | None,
+) -> dict[str, tuple[ModelResponse | None, str | None]]:
+    """One engine run: sample id → (the response, or None and the error of a call that failed)."""
+    replies: dict[str, tuple[ModelResponse | None, str | None]] = {}
+
+    def record(outcome: Outcome) -> None:
+        error = None if outcome.error is None else f"{outcome.error.kind}: {outcome.error}"
+        replies[outcome.request.sample_id] = (outcome.response, error)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    if requests:
+        await run_requests(backend, requests, record, engine, cache, version)
+    return replies
+
+
 async def _meaning_checks(
     candidates: dict[str, str],
     results: dict[str, RewriteResult],
@@ -189,24 +193,24 @@ async def _meaning_checks(
         for request in check_requests(meaning.mode, check_key, results[key].task.seed_text, text, meaning):
             requests.append(request)
             owner[request.sample_id] = (key, request.sample_id.rsplit("/", 1)[1])
+    replies = await _ask(
+        checker, requests, engine, cache, f"safeqa-meaning/{load_table('instructions')['version']}", on_outcome
+    )
     answers: dict[str, dict[str, ModelResponse | None]] = {key: {} for key in candidates}
-
-    def record(outcome: Outcome) -> None:
-        key, suffix = owner[outcome.request.sample_id]
-        answers[key][suffix] = outcome.response
-        if on_outcome is not None:
-            on_outcome(outcome)
-
-    if requests:
-        await run_requests(
-            checker, requests, record, engine, cache, f"safeqa-meaning/{load_table('instructions')['version']}"
-        )
-    return {
-        key: judge_meaning(
-            meaning.mode, results[key].task.seed_text, results[key].task.risk_terms, answers[key], meaning
-        )
-        for key in candidates
-    }
+    errors: dict[str, list[str]] = {key: [] for key in candidates}
+    for sample_id, (response, error) in replies.items():
+        key, suffix = owner[sample_id]
+        answers[key][suffix] = response
+        if error is not None:
+            errors[key].append(error)
+    verdicts = {}
+    for key in candidates:
+        task = results[key].task
+        verdict = judge_meaning(meaning.mode, task.seed_text, task.risk_terms, answers[key], meaning)
+        if verdict.error and errors[key]:
+            verdict = MeaningVerdict(False, None, f"{verdict.detail}: {'; '.join(errors[key])}", error=True)
+        verdicts[key] = verdict
+    return verdicts
 
 
 def rewrite_meta(result: RewriteResult, backend_spec: str, meaning_mode: str) -> dict[str, Any]:
