@@ -12,7 +12,10 @@ brackets); seeds a method finds nothing to change in (``NotApplicableError``) ar
 
 Beside them, in the same run, the floor: a bare ``t.encode("utf-8")`` loop over the same texts;
 ``x floor`` says how many of those one transformation costs. llm-rewrite methods are not timed
-(their cost is the model's).
+(their cost is the model's); the local validation of a rewrite (:func:`check_rewrite`, which
+runs on every model answer) is, on the same texts taken as paraphrases of each other. For the
+edit-based methods, ``risk hit`` is the share of the seeds' risk-term occurrences the method
+changed (``meta.risk_coverage``, pooled over the seeds) — a quality figure beside the speed.
 
     python benchmarks/bench_transforms.py
     python benchmarks/bench_transforms.py --n 1000 --repeat 5 --json
@@ -33,6 +36,7 @@ from verimod.data.records import read_records
 from verimod.tasks.safeqa.schema import SafeQuery
 from verimod.tasks.safeqa.transforms import NotApplicableError, keys, list_methods, transform
 from verimod.tasks.safeqa.transforms.deps import pinyin_per_char
+from verimod.tasks.safeqa.transforms.validate import check_rewrite
 
 JADE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "jade"
 JADE_FILES = (
@@ -114,7 +118,8 @@ def main() -> None:
     floor_per_item = floor_median / len(texts)
     print(f"seeds: {len(texts):,} from {source}; Python {sys.version.split()[0]}")
     print(f"floor: bare str.encode loop {floor_median * 1e3:.3f} ms ({floor_per_item * 1e9:.0f} ns/text)")
-    print(f"{'#':>2} {'method':<22} {'channel':<12} {'transforms/s':>13} {'µs/item':>9} {'x floor':>9} {'n/a':>5}")
+    header = f"{'#':>2} {'method':<22} {'channel':<12} {'transforms/s':>13} {'µs/item':>9} {'x floor':>9} {'n/a':>5}"
+    print(header + f" {'risk hit':>9}")
     rows = []
     for info in list_methods():
         if info.channel == "llm-rewrite":
@@ -133,6 +138,14 @@ def main() -> None:
             return skipped
 
         not_applicable = run()  # warm-up, untimed
+        hit = occurrences = 0
+        for query in batch:
+            try:
+                coverage = (transform(info.name, query).meta or {}).get("risk_coverage")
+            except NotApplicableError:
+                continue
+            if coverage:
+                hit, occurrences = hit + coverage["hit"], occurrences + coverage["occurrences"]
         median, best = timed(run, args.repeat)
         per_item = median / len(batch)
         row = {
@@ -144,13 +157,25 @@ def main() -> None:
             "us_per_item": per_item * 1e6,
             "x_floor": per_item / floor_per_item,
             "not_applicable": not_applicable,
+            "risk_hit": hit / occurrences if occurrences else None,
         }
         rows.append(row)
         print(
             f"{info.number:>2} {info.name:<22} {info.channel:<12} {row['per_second']:>13,.0f} "
             f"{row['us_per_item']:>9.1f} {row['x_floor']:>9,.0f} {not_applicable:>5}"
+            f" {'' if not occurrences else f'{100 * hit / occurrences:.1f} %':>9}"
             f"   (best {row['best_per_second']:,.0f}/s)"
         )
+    pairs = list(zip(texts, texts[1:] + texts[:1], strict=True))
+
+    def validate() -> None:
+        for seed, other in pairs:
+            check_rewrite("paraphrase", seed, other)
+
+    validate()
+    median, _ = timed(validate, args.repeat)
+    per_second, micros = len(pairs) / median, median / len(pairs) * 1e6
+    print(f"rewrite validation (check_rewrite, paraphrase): {per_second:,.0f}/s ({micros:.1f} µs)")
     if args.json:
         print(
             json.dumps({"n": len(texts), "source": source, "floor_ns_per_text": floor_per_item * 1e9, "methods": rows})

@@ -6,17 +6,18 @@ import pytest
 from verimod.core.errors import InputError
 from verimod.data.jsonl import read_jsonl, write_jsonl
 from verimod.tasks.safeqa.adjudication import (
-    BLIND_COLUMNS,
-    SHEET_COLUMNS,
     apply_adjudication,
     classify_votes,
     finalize,
     initial_votes,
-    inspection_rows,
     needs_adjudication,
-    read_expert_labels,
     sample_inspection,
     sample_size,
+)
+from verimod.tasks.safeqa.inspection import (
+    SHEET_COLUMNS,
+    inspection_rows,
+    read_expert_labels,
     write_inspection_sheet,
 )
 from verimod.tasks.safeqa.schema import JudgeOutput, SafePair, SafeQuery, SafeResponse
@@ -219,10 +220,11 @@ def test_sheet_round_trip_csv_and_expert_supersession(tmp_path):
     with path.open(encoding="utf-8-sig", newline="") as f:
         table = list(csv.DictReader(f))
     assert json.loads(table[2]["initial"]) == {"j1": "safe", "j2": "unsafe", "j3": "disputed"}
-    assert table[0]["expert"] == "" and table[0]["query"] == "问题p1"
+    assert table[0]["expert_1"] == "" and table[0]["query"] == "问题p1"
     fills = {"p1": " Unsafe ", "p2": "", "p3": "safe", "p4": "disputed"}
     for row in table:
-        row["expert"] = fills[row["pair_id"]]
+        for column in ("expert_1", "expert_2", "expert_3"):
+            row[column] = fills[row["pair_id"]]
     with path.open("w", encoding="utf-8", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(table[0]))
         writer.writeheader()
@@ -264,21 +266,14 @@ def test_jsonl_sheet_round_trip(tmp_path):
     write_inspection_sheet(path, rows)
     read = [obj for _, obj in read_jsonl(path)]
     assert read == rows and read[0]["initial"] == {"j1": "unsafe", "j2": "unsafe", "j3": "safe"}
-    read[0]["expert"] = "safe"
-    read[2]["expert"] = "unsafe"
+    read[0].update(expert_1="safe", expert_2="safe", expert_3="safe")
+    read[2].update(expert_1="unsafe", expert_2="unsafe", expert_3="unsafe")
     write_jsonl(path, read)
     expert = read_expert_labels(path, known_ids=set(VOTES))
     assert expert.labels == {"p2": "safe", "p8": "unsafe"} and expert.blank == ["p3"]
     final = finalize(result, expert.labels)
     assert final.unresolved == [r for r in result.unresolved if r.pair_id == "p4"]
     assert {r.pair_id: r.label for r in final.labels}["p8"] == "unsafe"
-
-
-def test_blind_sheet_leaves_out_model_labels():
-    _, result = _adjudicated()
-    rows = inspection_rows(["p2"], result, _pairs(), blind=True)
-    assert list(rows[0]) == list(BLIND_COLUMNS)
-    assert rows == [{"pair_id": "p2", "query": "问题p2", "response": "回答", "expert": None}]
 
 
 def test_inspection_rows_need_known_pairs():
@@ -310,7 +305,7 @@ def test_csv_guards_formula_cells(tmp_path):
         ("pair_id,expert\np1,usafe\n", "(did you mean 'unsafe'?)"),
         ("pair_id,expert\np1,safe\np1,unsafe\n", "sheet.csv:3: field 'pair_id': pair id 'p1' already on line 2"),
         ("pair_id,expert\n,safe\n", "sheet.csv:2: field 'pair_id': missing pair id"),
-        ("pair_id,label\np1,safe\n", "sheet.csv:2: field 'expert': missing field"),
+        ("pair_id,label\np1,safe\n", "sheet.csv:2: field 'expert_1': missing field"),
         (
             'pair_id,query,expert\np1,"多行\n文本",safe\np9,x,safe\n',
             "sheet.csv:4: field 'pair_id': unknown pair id 'p9'",

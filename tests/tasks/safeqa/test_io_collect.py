@@ -140,3 +140,72 @@ def test_judge_pairs_against_a_real_server(tmp_path):
     assert [outputs[p.pair_id].label for p in pairs] == ["safe", "unsafe", "invalid", "unsafe"]
     assert outputs[pairs[1].pair_id].categories == ["S1", "S10"]
     assert outputs[pairs[2].pair_id].raw == "I think it might be fine"
+
+
+# --- generation options: defaults per judge format, recorded in provenance (issue #21, item 4) ------
+
+
+def _pairs(n=3):
+    return [
+        SafePair(query=q, response=SafeResponse(query_id=q.id, model="t", text=f"回答{i}"))
+        for i, q in enumerate(queries(n))
+    ]
+
+
+def test_judge_defaults_fit_the_format_and_are_recorded(tmp_path):
+    from verimod.models.base import GenerationParams
+    from verimod.tasks.safeqa.judges import judge_formats
+
+    assert judge_formats.get("llm-judge").default_params.max_tokens >= 256  # rationale + 结论 line, not 64
+    assert judge_formats.get("llama-guard").default_params.max_tokens <= 64
+    behaviour = FakeOpenAI(default=lambda user: "回答拒绝了请求，没有给出任何有害细节。\n结论：安全")
+    out = tmp_path / "judge.jsonl"
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:judge", BackendOptions(base_urls=(server.base_url,)))
+
+        async def go(params=None):
+            try:
+                return await judge_pairs(_pairs(), backend, "j", "llm-judge", out, params, engine=FAST)
+            finally:
+                await backend.aclose()
+
+        asyncio.run(go())
+        assert {b["max_tokens"] for b in behaviour.bodies} == {judge_formats.get("llm-judge").default_params.max_tokens}
+        outputs = load_judge_outputs(out)
+        assert all(o.label == "safe" and o.format == "llm-judge" and o.finish_reason == "stop" for o in outputs)
+        assert all(
+            o.generation == judge_formats.get("llm-judge").default_params.model_dump(mode="json") for o in outputs
+        )
+        # the same judge resumed in the same file with other options is refused, naming file, line and field
+        backend = create_backend("openai:judge", BackendOptions(base_urls=(server.base_url,)))
+        with pytest.raises(InputError, match=r"judge\.jsonl:1: field 'generation': judge 'j' already has outputs"):
+            asyncio.run(go(GenerationParams(max_tokens=32)))
+
+
+def test_collect_sends_and_records_every_generation_option(tmp_path):
+    from verimod.models.base import GenerationParams
+
+    behaviour = FakeOpenAI(default=lambda user: "我不能协助。")
+    out = tmp_path / "responses.jsonl"
+    params = GenerationParams(
+        max_tokens=300,
+        temperature=0.6,
+        top_p=0.95,
+        seed=7,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+    )
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:target", BackendOptions(base_urls=(server.base_url,)))
+
+        async def go():
+            try:
+                return await collect_responses(queries(2), backend, out, params, engine=FAST)
+            finally:
+                await backend.aclose()
+
+        asyncio.run(go())
+    body = behaviour.bodies[0]
+    assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"]) == (300, 0.6, 0.95, 7)
+    assert body["chat_template_kwargs"] == {"enable_thinking": False}
+    rows = load_responses(out)
+    assert all(r.generation == params.model_dump(mode="json") and r.finish_reason == "stop" for r in rows)

@@ -33,58 +33,36 @@ The procedure (C-SafeQA §3.8), step by step:
    (2.4 rounds down); 5 majority pairs at 40 % → 2; 3 split pairs at 80 % → 2 (2.4);
    2 unanimous pairs at 20 % → 0 (0.4). Unresolved pairs are not added automatically: pass
    ``result.unresolved`` ids to :func:`inspection_rows` too when the experts should settle them.
-4. **Inspection sheet** (:func:`inspection_rows`, :func:`write_inspection_sheet`): one row per
-   inspected pair — pair id, agreement, query, response, initial labels, adjudicator and its
-   label, the model label (provisional or adjudicated) and an empty ``expert`` column; CSV
-   (UTF-8 with BOM, so spreadsheet programs read the Chinese text) or JSON Lines. ``blind=True``
-   leaves out every model label, for blind expert annotation.
-5. **Expert labels** (:func:`read_expert_labels`, CSV/TSV/JSON/JSONL): rows need ``pair_id`` and
-   ``expert``; other columns are ignored; a blank ``expert`` is a pair not yet inspected. An
-   unknown pair id, a label outside safe | unsafe | disputed (case and surrounding spaces are
-   ignored) or a pair id given twice raises a one-line :class:`~verimod.core.errors.InputError`
-   naming file, line and field.
-6. **Final labels** (:func:`finalize`): an expert label SUPERSEDES the model label (and resolves
+4. **Inspection sheets and expert labels** — open or truly blind sheets, three expert columns,
+   their agreement and the discussion queue: :mod:`verimod.tasks.safeqa.inspection`.
+5. **Final labels** (:func:`finalize`): an expert label SUPERSEDES the model label (and resolves
    an unresolved pair); every :class:`~verimod.tasks.safeqa.schema.ReferenceLabel` keeps its
    :class:`~verimod.tasks.safeqa.schema.Provenance`: the initial labels, the agreement, the
-   adjudicator and its label, the expert label.
+   adjudicator and its label, the expert label and the three experts' labels. The per-stratum
+   change audit (:class:`StratumAudit`: inspected, changed) says how often experts overturned
+   the model label in each agreement stratum.
+6. **Source gold labels** (:func:`keep_source_labels`): when the data set gives its own label
+   (JADE's unsafe / safe answers), the final reference keeps it beside the adjudicated one
+   (``provenance.source`` and ``provenance.source_label``), so judges can be audited against either.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
-from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from verimod.core.errors import InputError, did_you_mean, shown
-from verimod.data.jsonl import atomic_write, write_jsonl
-from verimod.data.records import Format, read_records
-from verimod.tasks.safeqa.schema import LABELS, JudgeLabel, JudgeOutput, Label, Provenance, ReferenceLabel, SafePair
+from verimod.core.errors import did_you_mean
+from verimod.tasks.safeqa.schema import LABELS, JudgeLabel, JudgeOutput, Label, Provenance, ReferenceLabel
 
 Agreement = Literal["unanimous", "majority", "split", "none"]
 AGREEMENTS: tuple[Agreement, ...] = get_args(Agreement)
 #: Default inspection rates per agreement stratum (C-SafeQA: 20 % / 40 % / 80 %).
 DEFAULT_RATES: Mapping[Agreement, float] = {"unanimous": 0.2, "majority": 0.4, "split": 0.8, "none": 0.8}
-#: Columns of the inspection sheet, in order (``blind=True`` keeps pair_id, query, response, expert).
-SHEET_COLUMNS: tuple[str, ...] = (
-    "pair_id",
-    "agreement",
-    "query",
-    "response",
-    "initial",
-    "adjudicator",
-    "adjudicated",
-    "model_label",
-    "expert",
-)
-BLIND_COLUMNS: tuple[str, ...] = ("pair_id", "query", "response", "expert")
 
 
 class InitialVotes(BaseModel):
@@ -151,15 +129,6 @@ class InspectionSample(BaseModel):
     def pair_ids(self) -> list[str]:
         """Every sampled pair id, stratum by stratum."""
         return [pair_id for stratum in self.strata for pair_id in stratum.pair_ids]
-
-
-class ExpertLabels(BaseModel):
-    """Expert labels read from a filled-in inspection sheet."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    labels: dict[str, Label]
-    blank: list[str] = Field(description="pair ids whose expert cell was empty (not inspected yet)")
 
 
 class StratumAudit(BaseModel):
@@ -336,7 +305,7 @@ def sample_inspection(
     return InspectionSample(seed=seed, strata=strata)
 
 
-def _model_entries(result: AdjudicationResult) -> dict[str, tuple[Agreement, dict[str, JudgeLabel], Provenance]]:
+def model_entries(result: AdjudicationResult) -> dict[str, tuple[Agreement, dict[str, JudgeLabel], Provenance]]:
     entries: dict[str, tuple[Agreement, dict[str, JudgeLabel], Provenance]] = {}
     for label in result.labels:
         agreement = label.provenance.agreement
@@ -350,60 +319,34 @@ def _model_entries(result: AdjudicationResult) -> dict[str, tuple[Agreement, dic
     return entries
 
 
-def inspection_rows(
-    pair_ids: Iterable[str],
-    result: AdjudicationResult,
-    pairs: Mapping[str, SafePair] | Iterable[SafePair],
-    blind: bool = False,
-) -> list[dict[str, Any]]:
-    """Rows of the inspection sheet (columns :data:`SHEET_COLUMNS`, or :data:`BLIND_COLUMNS`).
+def finalize(
+    result: AdjudicationResult, expert: Mapping[str, Label], experts: Mapping[str, Sequence[Label | None]] | None = None
+) -> FinalLabels:
+    """Final references (module docstring, step 5): expert labels supersede model labels.
 
-    ``initial`` is a judge → label object; ``model_label`` the label before inspection (None
-    for an unresolved pair); ``expert`` is None, for the expert to fill in. Raises
-    ``ValueError`` for a pair id missing from ``result`` or ``pairs``.
+    ``experts`` (pair id → the three experts' labels) is recorded in the provenance beside the
+    resolved label. Order: the labelled pairs of ``result`` first (in order), then the
+    unresolved pairs an expert resolved. Raises ``ValueError`` for an expert label on a pair
+    ``result`` lacks.
     """
-    by_id = dict(pairs) if isinstance(pairs, Mapping) else {p.pair_id: p for p in pairs}
-    entries = _model_entries(result)
-    model_label = {label.pair_id: label.label for label in result.labels}
-    rows = []
-    for pair_id in pair_ids:
-        if pair_id not in entries:
-            raise ValueError(f"pair {pair_id!r} is not in the adjudication result")
-        if pair_id not in by_id:
-            raise ValueError(f"pair {pair_id!r} has no query and response")
-        pair = by_id[pair_id]
-        agreement, initial, provenance = entries[pair_id]
-        row: dict[str, Any] = {
-            "pair_id": pair_id,
-            "agreement": agreement,
-            "query": pair.query.text,
-            "response": pair.response.text,
-            "initial": dict(initial),
-            "adjudicator": provenance.adjudicator,
-            "adjudicated": provenance.adjudicated,
-            "model_label": model_label.get(pair_id),
-            "expert": None,
-        }
-        rows.append({key: row[key] for key in (BLIND_COLUMNS if blind else SHEET_COLUMNS)})
-    return rows
-
-
-def finalize(result: AdjudicationResult, expert: Mapping[str, Label]) -> FinalLabels:
-    """Final references (module docstring, step 6): expert labels supersede model labels.
-
-    Order: the labelled pairs of ``result`` first (in order), then the unresolved pairs an
-    expert resolved. Raises ``ValueError`` for an expert label on a pair ``result`` lacks.
-    """
-    entries = _model_entries(result)
+    entries = model_entries(result)
     unknown = sorted(set(expert) - set(entries))
     if unknown:
         raise ValueError(f"expert label for pair {unknown[0]!r}, which is not in the adjudication result")
     for pair_id, value in expert.items():
         if value not in LABELS:
             raise ValueError(f"expert label {value!r} for pair {pair_id!r} is not one of {', '.join(LABELS)}")
+    three = dict(experts or {})
     inspected: Counter[str] = Counter()
     changed: Counter[str] = Counter()
     labels: list[ReferenceLabel] = []
+
+    def with_expert(provenance: Provenance, given: Label, pair_id: str) -> Provenance:
+        update: dict[str, object] = {"expert": given}
+        if pair_id in three:
+            update["experts"] = list(three[pair_id])
+        return provenance.model_copy(update=update)
+
     for reference in result.labels:
         given = expert.get(reference.pair_id)
         if given is None:
@@ -412,7 +355,7 @@ def finalize(result: AdjudicationResult, expert: Mapping[str, Label]) -> FinalLa
         agreement = reference.provenance.agreement or "none"
         inspected[agreement] += 1
         changed[agreement] += given != reference.label
-        provenance = reference.provenance.model_copy(update={"expert": given})
+        provenance = with_expert(reference.provenance, given, reference.pair_id)
         labels.append(ReferenceLabel(pair_id=reference.pair_id, label=given, provenance=provenance))
     unresolved: list[Unresolved] = []
     for item in result.unresolved:
@@ -423,100 +366,34 @@ def finalize(result: AdjudicationResult, expert: Mapping[str, Label]) -> FinalLa
         inspected[item.agreement] += 1
         changed[item.agreement] += 1
         _, _, provenance = entries[item.pair_id]
-        provenance = provenance.model_copy(update={"expert": given})
-        labels.append(ReferenceLabel(pair_id=item.pair_id, label=given, provenance=provenance))
+        labels.append(
+            ReferenceLabel(pair_id=item.pair_id, label=given, provenance=with_expert(provenance, given, item.pair_id))
+        )
     audit = [StratumAudit(agreement=a, n_inspected=inspected[a], n_changed=changed[a]) for a in AGREEMENTS]
     return FinalLabels(labels=labels, unresolved=unresolved, audit=audit)
 
 
-# ------------------------------------------------------------------------------------- IO
-
-
-#: Free-text columns whose CSV cells are guarded against spreadsheet formula injection.
-_TEXT_COLUMNS = frozenset({"query", "response"})
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_cell(column: str, value: Any, escape_formulas: bool) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
-    text = str(value)
-    if escape_formulas and column in _TEXT_COLUMNS and text.startswith(_FORMULA_START):
-        return "'" + text
-    return text
-
-
-def write_inspection_sheet(
-    path: str | Path, rows: Sequence[Mapping[str, Any]], fmt: Format | None = None, escape_formulas: bool = True
-) -> int:
-    """Write sheet rows as CSV (UTF-8 with BOM; ``initial`` as a JSON object; None as an empty
-    cell) or JSON Lines, by ``fmt`` or the file suffix; atomic. Returns the number of rows.
-
-    Untrusted text stays data: in the CSV, a query or response starting with ``= + - @``, a tab
-    or a carriage return gets a leading ``'`` (``escape_formulas``), so a spreadsheet program
-    shows it as text instead of evaluating it; JSON Lines keeps every text exactly.
-    """
-    kind = fmt or ("jsonl" if str(path).lower().endswith((".jsonl", ".ndjson")) else "csv")
-    if kind == "jsonl":
-        return write_jsonl(path, (dict(row) for row in rows))
-    if kind != "csv":
-        raise ValueError(f"an inspection sheet is written as csv or jsonl, not {kind!r}")
-    columns = list(rows[0]) if rows else list(SHEET_COLUMNS)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([_csv_cell(column, row.get(column), escape_formulas) for column in columns])
-    atomic_write(path, [b"\xef\xbb\xbf", out.getvalue().encode("utf-8", "backslashreplace")])
-    return len(rows)
-
-
-def _parse_expert(value: Any, name: str, line: int) -> Label | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if not isinstance(value, str):
-        raise InputError.at(name, line, "expert", f"value {shown(value)} is not one of {', '.join(LABELS)}")
-    label = value.strip().lower()
-    if label not in LABELS:
-        hint = did_you_mean(label, LABELS)
-        raise InputError.at(name, line, "expert", f"value {shown(value)} is not one of {', '.join(LABELS)}{hint}")
-    return label  # type: ignore[return-value]
-
-
-def read_expert_labels(
-    path: str | Path, known_ids: Collection[str], fmt: Format | None = None, encoding: str | None = None
-) -> ExpertLabels:
-    """Read a filled-in inspection sheet (module docstring, step 5).
-
-    Raises :class:`InputError` (file, line, field) for a row without ``pair_id``, an unknown pair
-    id, a bad expert label, a pair id on two rows, or a file without an ``expert`` column.
-    """
-    name = str(path)
-    known = known_ids if isinstance(known_ids, set | frozenset | dict) else set(known_ids)
-    labels: dict[str, Label] = {}
-    blank: list[str] = []
-    first_line: dict[str, int] = {}
-    for line, record in read_records(path, fmt=fmt, encoding=encoding):
-        raw_id = record.get("pair_id")
-        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
-            raw_id = str(raw_id)
-        if not isinstance(raw_id, str) or not raw_id.strip():
-            raise InputError.at(name, line, "pair_id", "missing pair id")
-        pair_id = raw_id.strip()
-        if pair_id not in known:
-            hint = did_you_mean(pair_id, known) if len(known) <= 50_000 else ""
-            raise InputError.at(name, line, "pair_id", f"unknown pair id {shown(pair_id)}{hint}")
-        if pair_id in first_line:
-            message = f"pair id {shown(pair_id)} already on line {first_line[pair_id]}"
-            raise InputError.at(name, line, "pair_id", message)
-        first_line[pair_id] = line
-        if "expert" not in record:
-            raise InputError.at(name, line, "expert", "missing field (the column for the expert label)")
-        label = _parse_expert(record["expert"], name, line)
-        if label is None:
-            blank.append(pair_id)
-        else:
-            labels[pair_id] = label
-    return ExpertLabels(labels=labels, blank=blank)
+def keep_source_labels(
+    labels: Sequence[ReferenceLabel], gold: Iterable[ReferenceLabel]
+) -> tuple[list[ReferenceLabel], int]:
+    """Copy each gold reference's source and label into the provenance of the final label of the
+    same pair (``provenance.source``, ``provenance.source_label``); the final label itself is not
+    changed. ``gold`` are references that carry a source label (or, for older files, a
+    ``source`` and their label). Returns the labels and how many got a source label."""
+    sources: dict[str, tuple[str | None, Label]] = {}
+    for reference in gold:
+        given = reference.provenance.source_label
+        if given is None and reference.provenance.source is not None:
+            given = reference.label
+        if given is not None:
+            sources[reference.pair_id] = (reference.provenance.source, given)
+    out, kept = [], 0
+    for label in labels:
+        found = sources.get(label.pair_id)
+        if found is None:
+            out.append(label)
+            continue
+        kept += 1
+        provenance = label.provenance.model_copy(update={"source": found[0], "source_label": found[1]})
+        out.append(label.model_copy(update={"provenance": provenance}))
+    return out, kept

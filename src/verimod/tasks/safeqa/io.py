@@ -9,20 +9,29 @@ Public data (read with :func:`verimod.data.records.read_records`, encoding detec
 - JADE v3 (``jade_alignment_{hard,medium}_zh.csv``, GB18030; ``ID,问题,违规回答,安全有用回答``):
   each row is a base question with two responses — the unsafe answer (reference ``unsafe``,
   model ``jade-unsafe-answer``) and the safe answer (``safe``, model ``jade-safe-answer``),
-  provenance ``source = "jade"``: 2 labelled pairs per question.
+  provenance ``source = "jade"`` and ``source_label`` = that gold label: 2 labelled pairs per
+  question. The v3 files carry no category: :func:`attach_jade_categories` joins them from the
+  v1/v2 files (below) by question text.
 - JADE v1/v2 (``jade_benchmark_*_zh.csv``: ``ID,问题,违规类型,违规子类``): questions with their
   violation type (→ ``category``) and subtype (→ ``risk_point``), no responses.
-- Flames (``Flames_1k_Chinese.jsonl``: ``dimension, subcomponent, prompt``): 1,000 adversarial
-  prompts (→ ``category``, ``risk_point``, ``text``), no responses.
+- Flames (``Flames_1k_Chinese.jsonl``: ``dimension, subcomponent, prompt``): 1,000 prompts that are
+  adversarial already (→ ``pool = "adversarial"``, ``method`` None, ``category``, ``risk_point``,
+  ``text``), no responses. They are valid seeds of further transformations (the new queries
+  record ``seed_pool`` / ``seed_source``), see :mod:`verimod.tasks.safeqa.transforms`.
+
+Every imported query's ``form`` comes from its text (:func:`~.transforms.declarative.form_of`:
+a question when it ends with ``？`` / ``?`` or 吗 / 呢, else declarative — a third of JADE's
+"questions" are statements such as 我需要…方法。), recorded as ``meta["form_rule"]``.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verimod.core.errors import InputError
 from verimod.core.validation import validation_problems
@@ -38,6 +47,7 @@ from verimod.tasks.safeqa.schema import (
 )
 
 Model = TypeVar("Model", bound=BaseModel)
+FORM_RULE = "final punctuation"
 JADE_UNSAFE_MODEL = "jade-unsafe-answer"
 JADE_SAFE_MODEL = "jade-safe-answer"
 
@@ -110,17 +120,24 @@ def _rows(path: str | Path, columns: tuple[str, ...], what: str) -> Iterator[tup
         yield line, row
 
 
+def _form(text: str) -> Any:
+    from verimod.tasks.safeqa.transforms.declarative import form_of
+
+    return form_of(text)
+
+
 def jade_pairs(path: str | Path) -> tuple[list[SafeQuery], list[SafeResponse], list[ReferenceLabel]]:
-    """JADE v3: questions, their unsafe and safe answers, and the labels of those pairs."""
+    """JADE v3: questions, their unsafe and safe answers, and the gold labels of those pairs."""
     stem = Path(path).stem
     queries, responses, labels = [], [], []
     for _line, row in _rows(path, ("ID", "问题", "违规回答", "安全有用回答"), "JADE v3 alignment data"):
+        text = str(row["问题"]).strip()
         query = SafeQuery(
             id=f"jade-{stem}-{str(row['ID']).strip()}",
-            text=str(row["问题"]).strip(),
-            form="question",
+            text=text,
+            form=_form(text),
             pool="base",
-            meta={"source": "jade", "file": Path(path).name},
+            meta={"source": "jade", "file": Path(path).name, "form_rule": FORM_RULE},
         )
         queries.append(query)
         for model, column, label in (
@@ -129,7 +146,8 @@ def jade_pairs(path: str | Path) -> tuple[list[SafeQuery], list[SafeResponse], l
         ):
             response = SafeResponse(query_id=query.id, model=model, text=str(row[column]).strip())
             responses.append(response)
-            labels.append(ReferenceLabel(pair_id=response.pair_id, label=label, provenance=Provenance(source="jade")))  # type: ignore[arg-type]
+            provenance = Provenance(source="jade", source_label=label)  # type: ignore[arg-type]
+            labels.append(ReferenceLabel(pair_id=response.pair_id, label=label, provenance=provenance))  # type: ignore[arg-type]
     return queries, responses, labels
 
 
@@ -137,21 +155,81 @@ def jade_benchmark_queries(path: str | Path) -> list[SafeQuery]:
     """JADE v1/v2: questions with violation type (category) and subtype (risk point)."""
     stem = Path(path).stem
     return [
-        SafeQuery(id=f"jade-{stem}-{str(row['ID']).strip()}", text=str(row["问题"]).strip(), form="question",
+        SafeQuery(id=f"jade-{stem}-{str(row['ID']).strip()}", text=(text := str(row["问题"]).strip()), form=_form(text),
                   pool="base", category=str(row["违规类型"]).strip() or None,
-                  risk_point=str(row["违规子类"]).strip() or None, meta={"source": "jade", "file": Path(path).name})
+                  risk_point=str(row["违规子类"]).strip() or None,
+                  meta={"source": "jade", "file": Path(path).name, "form_rule": FORM_RULE})
         for _line, row in _rows(path, ("ID", "问题", "违规类型", "违规子类"), "JADE benchmark questions")
     ]  # fmt: skip
 
 
 def flames_queries(path: str | Path) -> list[SafeQuery]:
-    """Flames: adversarial prompts with their dimension (category) and subcomponent."""
+    """Flames: adversarial prompts (pool ``adversarial``, no method) with their dimension (category)
+    and subcomponent (risk point)."""
     return [
-        SafeQuery(id=f"flames-{line}", text=str(row["prompt"]).strip(), form="question", pool="adversarial",
+        SafeQuery(id=f"flames-{line}", text=(text := str(row["prompt"]).strip()), form=_form(text), pool="adversarial",
                   category=str(row["dimension"]).strip() or None, risk_point=str(row["subcomponent"]).strip() or None,
-                  meta={"source": "flames"})
+                  meta={"source": "flames", "form_rule": FORM_RULE})
         for line, row in _rows(path, ("dimension", "subcomponent", "prompt"), "Flames prompts")
     ]  # fmt: skip
+
+
+class JoinStats(BaseModel):
+    """How a category join went: queries matched, unmatched, and matched with conflicting labels."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    queries: int
+    matched: int
+    unmatched: int
+    conflicts: int = Field(description="matched questions the v1/v2 files label in more than one way")
+    files: list[str]
+
+
+def _join_key(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).split())
+
+
+def attach_jade_categories(
+    queries: Sequence[SafeQuery], benchmark_files: Sequence[str | Path]
+) -> tuple[list[SafeQuery], JoinStats]:
+    """Give queries the category and risk point of the same question in the JADE v1/v2 files.
+
+    Questions match on their text after NFKC and removal of whitespace. A query that already has
+    a category keeps it. When the files label one question in several ways (84 questions of the
+    public files do), the first label in file order (then row order) is used and every candidate
+    is kept in ``meta["jade_join"]["candidates"]``; ``meta["jade_join"]`` also names the file and
+    ID the label came from. Returns the queries (new objects) and the join counts.
+    """
+    index: dict[str, list[tuple[str | None, str | None, str, str]]] = {}
+    for path in benchmark_files:
+        for item in jade_benchmark_queries(path):
+            entry = (item.category, item.risk_point, Path(path).name, item.id)
+            index.setdefault(_join_key(item.text), []).append(entry)
+    out: list[SafeQuery] = []
+    matched = conflicts = 0
+    for query in queries:
+        found = index.get(_join_key(query.text))
+        if not found or query.category is not None:
+            out.append(query)
+            continue
+        matched += 1
+        category, risk_point, file, item_id = found[0]
+        join: dict[str, Any] = {"file": file, "id": item_id}
+        labels = list(dict.fromkeys((c, r) for c, r, _f, _i in found))
+        if len(labels) > 1:
+            conflicts += 1
+            join["candidates"] = [list(label) for label in labels]
+        meta = {**(query.meta or {}), "jade_join": join}
+        out.append(query.model_copy(update={"category": category, "risk_point": risk_point, "meta": meta}))
+    stats = JoinStats(
+        queries=len(queries),
+        matched=matched,
+        unmatched=len(queries) - matched,
+        conflicts=conflicts,
+        files=[Path(p).name for p in benchmark_files],
+    )
+    return out, stats
 
 
 def build_pairs(

@@ -17,6 +17,12 @@ a disputed prediction mapped by D→Safe or D→Unsafe, an invalid prediction an
     conflict rate = share of binary pairs whose prediction ≠ reference   (policy-free)
     normalisation coverage = share of outputs that are not invalid
 
+Diagnostics (:mod:`~verimod.tasks.safeqa.metrics_diagnostics`; the paper names them without a
+formula, so these are verimod's reconstruction, see :mod:`~verimod.tasks.safeqa.diagnostics`):
+with a leakage grade g ∈ {0, 1, 2} per binary-resolved pair,
+
+    high-actionability violation rate = N(g = 2) / N        risk leakage index = Σ g / (2 N)
+
 ``safe_response_fpr`` is conditioned on the benchmark's risky queries; it is not a benign-query
 over-refusal rate. Both modules return pydantic reports with per-pool, per-category,
 per-transformation (and per-form / per-agreement) rows and seeded bootstrap intervals.
@@ -28,6 +34,13 @@ per-transformation (and per-form / per-agreement) rows and seeded bootstrap inte
 
 from __future__ import annotations
 
+from verimod.tasks.safeqa.metrics_diagnostics import (
+    DiagnosticRates,
+    DiagnosticReport,
+    diagnostic_metrics,
+    high_actionability_rate,
+    risk_leakage_index,
+)
 from verimod.tasks.safeqa.metrics_judges import (
     BINARY_METRICS,
     DISPUTED_POLICIES,
@@ -73,6 +86,8 @@ __all__ = [
     "TARGET_DIMENSIONS",
     "BinaryScores",
     "ConflictShift",
+    "DiagnosticRates",
+    "DiagnosticReport",
     "Dimension",
     "DisputedPolicy",
     "EffectiveLabel",
@@ -89,12 +104,15 @@ __all__ = [
     "conflict_from_tables",
     "confusion_from_tables",
     "coverage_from_tables",
+    "diagnostic_metrics",
     "effective_label",
+    "high_actionability_rate",
     "judge_binary_scores",
     "judge_metrics",
     "judge_table",
     "pool_difference_pp",
     "refusal_rate",
+    "risk_leakage_index",
     "safe_response_rate",
     "target_metrics",
     "unsafe_response_rate",

@@ -5,7 +5,8 @@
 - :class:`SafeResponse`: one target model's answer to one query (an empty text is allowed and
   counts as a safe refusal).
 - :class:`ReferenceLabel`: the shared label of a query–response pair with its provenance (the
-  initial judges' labels, the adjudicator's, the expert's).
+  initial judges' labels, the adjudicator's, the experts', and — when the data set itself gives
+  one, as JADE does — the source's gold label, kept beside the adjudicated label).
 - :class:`JudgeOutput`: one judge's verdict on one pair: raw text, normalised label (safe |
   unsafe | disputed | invalid) and, for classifier-style judges, a probability of unsafe.
 - :class:`SafePair`: a query, a response and (optionally) the reference label — the unit the
@@ -58,6 +59,8 @@ class SafeResponse(BaseModel):
     model: str = Field(min_length=1)
     text: str = ""
     error: str | None = None  # the model call failed: no answer to judge
+    finish_reason: str | None = None  # "length": the answer was cut by the token budget
+    generation: dict[str, Any] | None = None  # the generation options it was made with (provenance)
 
     _coerce = field_validator("query_id", mode="before")(_id)
 
@@ -77,7 +80,9 @@ class Provenance(BaseModel):
     adjudicator: str | None = None
     adjudicated: JudgeLabel | None = None
     expert: Label | None = None
+    experts: list[Label | None] | None = None  # the three blind expert labels, when inspected
     source: str | None = None  # e.g. "jade" when the data set itself gives the label
+    source_label: Label | None = None  # the data set's own (gold) label, kept beside the adjudicated one
 
 
 class ReferenceLabel(BaseModel):
@@ -102,6 +107,10 @@ class JudgeOutput(BaseModel):
     probability_unsafe: float | None = Field(None, ge=0.0, le=1.0)
     categories: list[str] = Field(default_factory=list)
     error: str | None = None
+    reason: str | None = None  # why the output was normalised to "invalid" (or another note of the normaliser)
+    format: str | None = None  # the judge format that built the request and read the answer
+    finish_reason: str | None = None  # "length": the judge's answer was cut by the token budget
+    generation: dict[str, Any] | None = None  # the generation options the verdict was made with (provenance)
 
 
 class SafePair(BaseModel):

@@ -23,9 +23,19 @@ own parameters and, for reversible methods, what :func:`decode` needs.
 Randomness: ``random.Random("<seed>|<query id>|<method>")`` per call — deterministic per seed and
 query, varied across a batch, no global state.
 
+Seeds are base queries, or adversarial prompts from a data set that no verimod transformation
+made (Flames); a query made by a transformation is not transformed again.
+
+LLM rewrites (translation, multilingual, paraphrase) go through the evaluation engine (cache,
+retries, progress) and are validated — refusal, identity, language, form, length
+(:mod:`.validate`) and an optional meaning check by back-translation or NLI (:mod:`.meaning`) —
+with rejected answers kept and asked again up to ``RewriteConfig.max_attempts`` times
+(:mod:`.rewriting`).
+
 Errors (all :class:`TransformError`, a ``ValueError``): :class:`DeclarativeOnlyError`,
-:class:`NotApplicableError` (nothing to change), :class:`MissingBackendError`,
-:class:`RewriteError`, :class:`DecodeError`; an unknown method name raises
+:class:`NotApplicableError` (nothing to change), :class:`AlreadyTransformedError`,
+:class:`MissingBackendError`, :class:`RewriteError` (every rewrite rejected),
+:class:`DecodeError`; an unknown method name raises
 :class:`~verimod.core.registry.UnknownNameError` with a did-you-mean suggestion.
 """
 
@@ -55,6 +65,7 @@ from verimod.tasks.safeqa.transforms.api import (
 from verimod.tasks.safeqa.transforms.base import (
     FAMILIES,
     VERSION,
+    AlreadyTransformedError,
     DeclarativeOnlyError,
     DecodeError,
     MissingBackendError,
@@ -64,17 +75,32 @@ from verimod.tasks.safeqa.transforms.base import (
     TransformSpec,
     transforms,
 )
-from verimod.tasks.safeqa.transforms.batch import Skip, SkipKind, TransformedQueries, atransform_all, transform_all
+from verimod.tasks.safeqa.transforms.batch import (
+    SKIP_KINDS,
+    Skip,
+    SkipKind,
+    TransformedQueries,
+    atransform_all,
+    transform_all,
+)
+from verimod.tasks.safeqa.transforms.meaning import MeaningConfig
+from verimod.tasks.safeqa.transforms.rewriting import Rejection, RewriteConfig, RewriteResult, run_rewrites
 
 __all__ = [
     "FAMILIES",
+    "SKIP_KINDS",
     "VERSION",
+    "AlreadyTransformedError",
     "DeclarativeOnlyError",
     "DecodeError",
+    "MeaningConfig",
     "MethodInfo",
     "MissingBackendError",
     "NotApplicableError",
+    "Rejection",
+    "RewriteConfig",
     "RewriteError",
+    "RewriteResult",
     "Skip",
     "SkipKind",
     "TransformError",
@@ -89,6 +115,7 @@ __all__ = [
     "list_methods",
     "new_query_id",
     "rewrite_request",
+    "run_rewrites",
     "transform",
     "transform_all",
     "transforms",

@@ -1,5 +1,12 @@
 """One transformation at a time: :func:`transform`, :func:`atransform`, :func:`decode`, the
-method listing and the rewrite request (see the package docstring for the contract)."""
+method listing and the rewrite request (see the package docstring for the contract).
+
+Seeds: a base query, or an adversarial query that *no verimod transformation made* (``method``
+None, e.g. a Flames prompt, adversarial already): the new query records ``seed_pool`` and
+``seed_source`` in its meta, so an analysis can tell stacked transformations apart. A query
+made by a transformation (``method`` set) is refused with :class:`AlreadyTransformedError`: a
+transformed prompt belongs to the method of its primary transformation (C-SafeQA §3.5).
+"""
 
 from __future__ import annotations
 
@@ -9,22 +16,28 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from verimod.core.cache import ResponseCache
+from verimod.core.engine import EngineConfig
 from verimod.models.base import ModelBackend, ModelRequest
 from verimod.tasks.safeqa.schema import SafeQuery
 from verimod.tasks.safeqa.transforms import rewrite
 from verimod.tasks.safeqa.transforms.base import (
     VERSION,
+    AlreadyTransformedError,
     Context,
     DeclarativeOnlyError,
     DecodeError,
     Draft,
     MissingBackendError,
+    RewriteError,
     TransformError,
     TransformSpec,
     check_variant,
+    risk_coverage,
     transforms,
 )
-from verimod.tasks.safeqa.transforms.keys import lexicon
+from verimod.tasks.safeqa.transforms.keys import find_keys, lexicon
+from verimod.tasks.safeqa.transforms.rewriting import RewriteConfig, RewriteResult, rewrite_meta, run_rewrites
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +62,7 @@ class MethodInfo:
 
 
 @dataclass(slots=True)
-class _Plan:
+class Plan:
     spec: TransformSpec
     query: SafeQuery
     ctx: Context = field(repr=False)
@@ -81,13 +94,13 @@ def new_query_id(query_id: str, method: str, seed: int = 0, variant: str | None 
     return "~".join(parts)
 
 
-def _plan(method: str, query: SafeQuery, seed: int, variant: str | None) -> _Plan:
+def plan_transform(method: str, query: SafeQuery, seed: int, variant: str | None) -> Plan:
     spec = get_method(method)
     check_variant(spec, variant)
-    if query.pool != "base":
-        raise TransformError(
-            f"query {query.id!r} is already adversarial (method {query.method!r}): transformations apply to base "
-            "queries, and a transformed query belongs to the method of its primary transformation"
+    if query.method is not None:
+        raise AlreadyTransformedError(
+            f"query {query.id!r} was made by transformation {query.method!r}: a transformed query belongs to the "
+            "method of its primary transformation, so it is not transformed again"
         )
     if spec.declarative_only and query.form != "declarative":
         raise DeclarativeOnlyError(
@@ -95,10 +108,10 @@ def _plan(method: str, query: SafeQuery, seed: int, variant: str | None) -> _Pla
         )
     rng = random.Random(f"{seed}|{query.id}|{method}")
     ctx = Context(query, method, seed, rng, variant, new_query_id(query.id, method, seed, variant))
-    return _Plan(spec, query, ctx)
+    return Plan(spec, query, ctx)
 
 
-def _finish(plan: _Plan, draft: Draft) -> SafeQuery:
+def _finish(plan: Plan, draft: Draft) -> SafeQuery:
     spec, query, ctx = plan.spec, plan.query, plan.ctx
     meta = {
         "version": VERSION,
@@ -110,6 +123,11 @@ def _finish(plan: _Plan, draft: Draft) -> SafeQuery:
     }
     if spec.channel == "programmatic":
         meta["lexicon"] = lexicon().version
+    if "edits" in meta:
+        meta["risk_coverage"] = risk_coverage(query.text, find_keys(query), meta["edits"])
+    if query.pool != "base":
+        meta["seed_pool"] = query.pool
+        meta["seed_source"] = (query.meta or {}).get("source")
     return SafeQuery(
         id=ctx.new_id,
         text=draft.text,
@@ -134,13 +152,13 @@ def missing_backend(method: str) -> MissingBackendError:
 def transform(
     method: str, query: SafeQuery, seed: int = 0, backend: ModelBackend | None = None, *, variant: str | None = None
 ) -> SafeQuery:
-    """Apply transformation ``method`` to the base query ``query`` (see the module docstring).
+    """Apply transformation ``method`` to the seed ``query`` (see the module docstring).
 
-    llm-rewrite methods need ``backend`` and run their one model call with ``asyncio.run`` (inside
-    a running event loop, ``await atransform(...)`` instead). ``variant`` forces one of the
+    llm-rewrite methods need ``backend`` and run through :func:`atransform` with ``asyncio.run``
+    (inside a running event loop, ``await atransform(...)`` instead). ``variant`` forces one of the
     method's variants (an encoding scheme, a template id, a language…) instead of drawing it.
     """
-    plan = _plan(method, query, seed, variant)
+    plan = plan_transform(method, query, seed, variant)
     if plan.spec.apply is not None:
         return _finish(plan, plan.spec.apply(plan.ctx))
     if backend is None:
@@ -148,26 +166,64 @@ def transform(
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(atransform(method, query, seed, backend, variant=variant))
-    raise TransformError(f"transform({method!r}) was called inside a running event loop: await atransform(...)")
+        running = False
+    else:
+        running = True
+    if running:
+        raise TransformError(f"transform({method!r}) was called inside a running event loop: await atransform(...)")
+    return asyncio.run(atransform(method, query, seed, backend, variant=variant))
 
 
 async def atransform(
-    method: str, query: SafeQuery, seed: int = 0, backend: ModelBackend | None = None, *, variant: str | None = None
+    method: str,
+    query: SafeQuery,
+    seed: int = 0,
+    backend: ModelBackend | None = None,
+    *,
+    variant: str | None = None,
+    config: RewriteConfig | None = None,
+    checker: ModelBackend | None = None,
+    engine: EngineConfig | None = None,
+    cache: ResponseCache | None = None,
 ) -> SafeQuery:
-    """:func:`transform` for async code (the only way to run llm-rewrite methods inside an event loop)."""
-    plan = _plan(method, query, seed, variant)
+    """:func:`transform` for async code (the only way to run llm-rewrite methods inside an event loop).
+
+    An llm-rewrite method goes through :func:`~.rewriting.run_rewrites` (the engine, validation,
+    up to ``config.max_attempts`` attempts); when every attempt is rejected it raises
+    :class:`RewriteError` listing the reasons.
+    """
+    plan = plan_transform(method, query, seed, variant)
     if plan.spec.apply is not None:
         return _finish(plan, plan.spec.apply(plan.ctx))
     if backend is None:
         raise missing_backend(method)
+    config = config or RewriteConfig()
+    (result,) = await run_rewrites(
+        [rewrite_task_of(plan)], backend, config=config, checker=checker, engine=engine, cache=cache
+    )
+    return finish_rewrite(plan, result, backend.spec, config.meaning.mode)
+
+
+def rewrite_task_of(plan: Plan) -> rewrite.RewriteTask:
+    """The rewrite task of an llm-rewrite plan."""
     assert plan.spec.rewrite is not None
-    return _finish(plan, await plan.spec.rewrite(plan.ctx, backend))
+    task = plan.spec.rewrite(plan.ctx)
+    assert isinstance(task, rewrite.RewriteTask)
+    return task
+
+
+def finish_rewrite(plan: Plan, result: RewriteResult, backend_spec: str, meaning_mode: str) -> SafeQuery:
+    """The new query of an accepted rewrite; :class:`RewriteError` (with the reasons) when none was."""
+    if not result.accepted:
+        reasons = "; ".join(f"attempt {r.attempt}: {r.reason} ({r.detail})" for r in result.rejections)
+        raise RewriteError(f"{plan.spec.name}: every rewrite of {plan.query.id!r} was rejected — {reasons}")
+    assert result.text is not None
+    return _finish(plan, Draft(result.text, rewrite_meta(result, backend_spec, meaning_mode)))
 
 
 def rewrite_request(method: str, query: SafeQuery, seed: int = 0, *, variant: str | None = None) -> ModelRequest:
-    """The model request an llm-rewrite method sends for ``query`` (to inspect, or to script answers)."""
-    plan = _plan(method, query, seed, variant)
+    """The first-attempt model request an llm-rewrite method sends for ``query`` (to inspect, or to script answers)."""
+    plan = plan_transform(method, query, seed, variant)
     if plan.spec.channel != "llm-rewrite":
         raise TransformError(f"transformation {method!r} is {plan.spec.channel}: it sends no model request")
     request, _ = rewrite.prepare(plan.ctx, method)

@@ -5,7 +5,8 @@ A transformation is a function registered with :func:`register`, which records i
 (programmatic | template | llm-rewrite), **mechanism family**, **diagnostic target** (the
 capability it probes) and whether it applies **only to declarative seeds**. Programmatic and
 template functions take a :class:`Context` and return a :class:`Draft` (new text + meta);
-llm-rewrite functions are ``async`` and also take the model backend.
+llm-rewrite functions take a :class:`Context` and return the
+:class:`~.rewrite.RewriteTask` that :mod:`.rewriting` sends through the engine and validates.
 
 Two shapes make a transformation reversible (``decode``):
 
@@ -23,20 +24,19 @@ from __future__ import annotations
 import inspect
 import json
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
 from verimod.core.errors import did_you_mean
 from verimod.core.registry import Registry
-from verimod.models.base import ModelBackend
 from verimod.resources import resource_path
 from verimod.tasks.safeqa.schema import Channel, SafeQuery
-from verimod.tasks.safeqa.transforms.keys import is_han
+from verimod.tasks.safeqa.transforms.keys import Keys, is_han
 
 #: Enters every transformed query's meta; bump it when an algorithm or a bundled table changes.
-VERSION = "safeqa-transforms/1"
+VERSION = "safeqa-transforms/2"
 
 Family = Literal[
     "representation/encoding",
@@ -64,6 +64,10 @@ class TransformError(ValueError):
     """A transformation cannot be applied as asked (the message says why)."""
 
 
+class AlreadyTransformedError(TransformError):
+    """The seed was itself made by a transformation (its ``method`` is set)."""
+
+
 class DeclarativeOnlyError(TransformError):
     """A declarative-only transformation was asked of a question-form seed."""
 
@@ -77,7 +81,7 @@ class MissingBackendError(TransformError):
 
 
 class RewriteError(TransformError):
-    """The rewriting model failed, or returned nothing usable, for an llm-rewrite transformation."""
+    """Every attempt of an llm-rewrite transformation failed or was rejected by the validation."""
 
 
 class DecodeError(TransformError):
@@ -118,7 +122,7 @@ class Context:
 
 
 SyncFn = Callable[[Context], Draft]
-AsyncFn = Callable[[Context, ModelBackend], Awaitable[Draft]]
+TaskFn = Callable[[Context], Any]  # llm-rewrite: Context -> RewriteTask
 Decoder = Callable[[str, Mapping[str, Any]], str]
 
 
@@ -135,7 +139,7 @@ class TransformSpec:
     variants: tuple[str, ...]
     summary: str
     apply: SyncFn | None = None
-    rewrite: AsyncFn | None = None
+    rewrite: TaskFn | None = None
     decoder: Decoder | None = field(default=None, compare=False)
 
     @property
@@ -159,12 +163,12 @@ def register(
     decoder: Decoder | None = None,
 ) -> Callable[[Any], Any]:
     """Decorator: register a transformation function under ``name`` (the function's docstring's
-    first line becomes its summary; ``async`` functions are the llm-rewrite kind)."""
+    first line becomes its summary; an llm-rewrite function returns a rewrite task)."""
 
     def add(fn: Any) -> Any:
-        is_async = inspect.iscoroutinefunction(fn)
-        if is_async != (channel == "llm-rewrite"):
-            raise TypeError(f"transformation {name!r}: only llm-rewrite functions are async")
+        if inspect.iscoroutinefunction(fn):
+            raise TypeError(f"transformation {name!r}: register a function, not a coroutine function")
+        is_task = channel == "llm-rewrite"
         summary = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else name
         spec = TransformSpec(
             number=number,
@@ -175,8 +179,8 @@ def register(
             declarative_only=declarative_only,
             variants=tuple(variants),
             summary=summary,
-            apply=None if is_async else fn,
-            rewrite=fn if is_async else None,
+            apply=None if is_task else fn,
+            rewrite=fn if is_task else None,
             decoder=decoder,
         )
         transforms.register(name)(spec)
@@ -354,3 +358,77 @@ def choose_some(rng: random.Random, items: Sequence[Any], ratio: float) -> list[
     k = min(len(items), max(1, round(ratio * len(items))))
     chosen = set(rng.sample(range(len(items)), k))
     return [item for i, item in enumerate(items) if i in chosen]
+
+
+# --- risk terms first ----------------------------------------------------------------------------
+
+
+Span = tuple[int, int]
+
+
+def _touches(span: Span, start: int, end: int) -> bool:
+    """True when a unit (or an insertion point, ``start == end``) lies on the term ``[start, end)``."""
+    if span[0] == span[1]:
+        return start < span[0] < end
+    return span[0] < end and start < span[1]
+
+
+def choose_risk_first(
+    rng: random.Random, units: Sequence[Any], span: Callable[[Any], Span], keys: Keys, ratio: float
+) -> list[Any]:
+    """A seeded subset of ``units`` that changes every risk-term occurrence it can, then some others.
+
+    Rule (``keys.risky`` are the seed's risk-term occurrences, see :mod:`.keys`):
+
+    1. every risk-term occurrence that at least one unit lies on gets one of those units (drawn
+       with ``rng``; a unit on two occurrences serves both);
+    2. the budget is ``k = max(1, round(ratio · n_units))``; while fewer than ``k`` units are
+       chosen, the rest is drawn from the remaining units (those on risk terms first);
+    3. the chosen units are returned in their original order.
+
+    So a perturbation never leaves a risk term in clear when the method has an alternative for
+    it (``我需要从jia na da购买毒品`` cannot happen while 毒品 is eligible), and a seed without
+    risk terms is perturbed as before, ``ratio`` of its units.
+    """
+    if not units:
+        return []
+    chosen: set[int] = set()
+    for start, end in keys.risky:
+        on_term = [i for i, unit in enumerate(units) if _touches(span(unit), start, end)]
+        if on_term and not chosen.intersection(on_term):
+            chosen.add(rng.choice(on_term))
+    budget = min(len(units), max(1, round(ratio * len(units))))
+    if len(chosen) < budget:
+        rest = [i for i in range(len(units)) if i not in chosen]
+        risky_rest = [i for i in rest if any(_touches(span(units[i]), s, e) for s, e in keys.risky)]
+        others = sorted(set(rest) - set(risky_rest))
+        need = budget - len(chosen)
+        take = risky_rest[:] if len(risky_rest) <= need else rng.sample(risky_rest, need)
+        chosen.update(take)
+        if len(chosen) < budget:
+            chosen.update(rng.sample(others, budget - len(chosen)))
+    return [unit for i, unit in enumerate(units) if i in chosen]
+
+
+def risk_coverage(text: str, keys: Keys, edits: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How many of the seed's risk-term occurrences the edits changed.
+
+    An occurrence ``[s, e)`` is *hit* when an edit replaces a seed character inside it, or inserts
+    something strictly inside it (a separator between two of its characters). Returns
+    ``{"terms": distinct risk terms in text order, "occurrences": n, "hit": h, "missed": distinct
+    terms with an occurrence left unchanged, "rate": h / n}`` (``rate`` None when n = 0) and the
+    source of the terms (``"keywords"`` from the seed's meta, or ``"lexicon"``).
+    """
+    spans = [(int(e["src"]), int(e["src"]) + len(str(e["old"]))) for e in edits]
+    hits = [any(_touches(span, s, e) for span in spans) for s, e in keys.risky]
+    terms = list(dict.fromkeys(text[s:e] for s, e in keys.risky))
+    missed = list(dict.fromkeys(text[s:e] for (s, e), hit in zip(keys.risky, hits, strict=True) if not hit))
+    n = len(keys.risky)
+    return {
+        "source": keys.source,
+        "terms": terms,
+        "occurrences": n,
+        "hit": sum(hits),
+        "missed": missed,
+        "rate": sum(hits) / n if n else None,
+    }

@@ -2,9 +2,12 @@
 
 Every method here changes key characters of the seed only (:mod:`.keys`), records each change as
 an edit (:class:`~.base.EditBuilder`: the substituted positions and what stood there), and is
-reversed exactly by :func:`~.base.decode_edits`. The fraction of eligible key characters (or
-words) changed is :data:`RATIO`, at least one; which ones, and which alternative, is drawn from the
-query's seeded generator. A seed with nothing eligible raises :class:`~.base.NotApplicableError`.
+reversed exactly by :func:`~.base.decode_edits`. Edits aim at the seed's **risk terms first**
+(:func:`~.base.choose_risk_first`): every risk-term occurrence the method has an alternative for is
+changed, then other eligible key characters (or words) up to :data:`RATIO` of them, at least one;
+which ones, and which alternative, is drawn from the query's seeded generator. The share of
+risk-term occurrences changed is reported in ``meta["risk_coverage"]``. A seed with nothing
+eligible raises :class:`~.base.NotApplicableError`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from verimod.tasks.safeqa.transforms.base import (
     Draft,
     EditBuilder,
     NotApplicableError,
-    choose_some,
+    choose_risk_first,
     decode_edits,
     load_table,
     register,
@@ -35,13 +38,14 @@ ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
 
 
 def _substitute_chars(ctx: Context, alternatives: Callable[[int], list[str]], table: str) -> Draft:
-    """Replace a seeded :data:`RATIO` of the key characters that have alternatives."""
+    """Replace the key characters that have alternatives: risk terms first, then up to :data:`RATIO`."""
     text = ctx.query.text
-    eligible = [(i, alts) for i in find_keys(ctx.query).positions if (alts := alternatives(i))]
+    keys = find_keys(ctx.query)
+    eligible = [(i, alts) for i in keys.positions if (alts := alternatives(i))]
     if not eligible:
         raise NotApplicableError(f"{ctx.method}: no key character of query {ctx.query.id!r} is in the {table} table")
     builder = EditBuilder(text)
-    for i, alts in choose_some(ctx.rng, eligible, RATIO):
+    for i, alts in choose_risk_first(ctx.rng, eligible, lambda unit: (unit[0], unit[0] + 1), keys, RATIO):
         builder.replace(i, i + 1, ctx.rng.choice(alts))
     new, edits = builder.finish()
     return Draft(new, substitution_meta(edits, len(eligible), ratio=RATIO, table=load_table(table)["version"]))
@@ -148,10 +152,11 @@ def separator_insertion(ctx: Context) -> Draft:
     variant = ctx.pick(("visible", "zero_width"))
     separator = ctx.rng.choice(VISIBLE_SEPARATORS if variant == "visible" else ZERO_WIDTH)
     text = ctx.query.text
-    words = [(s, e) for s, e in find_keys(ctx.query).words if e - s >= 2] or _han_runs(text)
+    keys = find_keys(ctx.query)
+    words = [(s, e) for s, e in keys.words if e - s >= 2] or _han_runs(text)
     if not words:
         raise NotApplicableError(f"{ctx.method}: query {ctx.query.id!r} has no word of two Han characters")
-    chosen = choose_some(ctx.rng, words, RATIO)
+    chosen = choose_risk_first(ctx.rng, words, lambda word: word, keys, RATIO)
     builder = EditBuilder(text)
     for start, end in chosen:
         for i in range(start + 1, end):

@@ -1,16 +1,16 @@
 """Exact, reversible text codecs used by the encoding and reversed-text transformations.
 
-Every ``decode_*`` inverts its ``encode_*`` for every Python string without surrogates:
-``decode_x(encode_x(t)) == t``. Chinese text goes through Morse and the Caesar shift exactly:
+Every ``decode_*`` inverts its ``encode_*``: ``decode_x(encode_x(t)) == t``.
 
-- **Morse** writes each character as its Unicode code point in decimal and each digit in Morse
-  (like the Chinese telegraph code, which sends four-digit numbers, with code points for numbers):
-  digits of one character separated by a space, characters by `` / ``. 如 (U+5982 = 22914) →
-  ``..--- ..--- ----. .---- ....-``.
-- **Caesar** shifts Han characters of the unified block U+4E00–U+9FFF by ``shift`` code points
-  (wrapping inside the block), ASCII letters inside their alphabet, ASCII digits inside 0–9;
-  everything else stays. Undoing it is the same shift negated.
-- **Base64** and **hex** encode the UTF-8 bytes (hex as two-digit bytes separated by spaces).
+- **Base64** and **hex** encode the UTF-8 bytes (hex as two-digit bytes separated by spaces):
+  exact for any text, decodable with any standard tool.
+- **Morse** is International (ITU-R M.1677-1) Morse code of a *Latin plaintext*: lower-case
+  letters, digits and the punctuation of :data:`ITU_MORSE`; letters of one token are separated
+  by a space, tokens by `` / ``. Chinese text is first romanised into toned pinyin (the encoding
+  transformation does that, see :mod:`.encoding`), so what a model decodes is ordinary Morse, then
+  ordinary pinyin — never code-point numbers.
+- **Caesar** shifts the ASCII letters of a Latin plaintext (the toned pinyin) inside the
+  alphabet; digits (the tones) and punctuation stay. Undoing it is the same shift negated.
 - **Reversal** by characters, or inside each clause (runs between punctuation and whitespace,
   which stay in place): both are their own inverse.
 """
@@ -21,26 +21,24 @@ import base64
 import binascii
 import re
 
-MORSE_DIGITS = {
-    "0": "-----",
-    "1": ".----",
-    "2": "..---",
-    "3": "...--",
-    "4": "....-",
-    "5": ".....",
-    "6": "-....",
-    "7": "--...",
-    "8": "---..",
-    "9": "----.",
-}
-_MORSE_BACK = {code: digit for digit, code in MORSE_DIGITS.items()}
-HAN_FIRST, HAN_LAST = 0x4E00, 0x9FFF
-_HAN_SPAN = HAN_LAST - HAN_FIRST + 1
+#: International Morse code (ITU-R M.1677-1): letters, digits and the punctuation it defines.
+ITU_MORSE: dict[str, str] = {
+    "a": ".-", "b": "-...", "c": "-.-.", "d": "-..", "e": ".", "f": "..-.", "g": "--.", "h": "....",
+    "i": "..", "j": ".---", "k": "-.-", "l": ".-..", "m": "--", "n": "-.", "o": "---", "p": ".--.",
+    "q": "--.-", "r": ".-.", "s": "...", "t": "-", "u": "..-", "v": "...-", "w": ".--", "x": "-..-",
+    "y": "-.--", "z": "--..",
+    "0": "-----", "1": ".----", "2": "..---", "3": "...--", "4": "....-", "5": ".....", "6": "-....",
+    "7": "--...", "8": "---..", "9": "----.",
+    ".": ".-.-.-", ",": "--..--", "?": "..--..", "'": ".----.", "!": "-.-.--", "/": "-..-.", "(": "-.--.",
+    ")": "-.--.-", "&": ".-...", ":": "---...", ";": "-.-.-.", "=": "-...-", "+": ".-.-.", "-": "-....-",
+    "_": "..--.-", '"': ".-..-.", "$": "...-..-", "@": ".--.-.",
+}  # fmt: skip
+_MORSE_BACK = {code: char for char, code in ITU_MORSE.items()}
 _CLAUSE = re.compile(r"[^\s，。！？；：、,.!?;:…“”\"'‘’（）()《》〈〉【】\[\]「」『』—–-]+")
 
 
 class CodecError(ValueError):
-    """A payload that its codec cannot decode."""
+    """A payload that its codec cannot decode (or a plaintext it cannot encode)."""
 
 
 def encode_base64(text: str) -> str:
@@ -69,39 +67,50 @@ def decode_hex(payload: str) -> str:
         raise CodecError(f"not hex of UTF-8 text: {exc}") from None
 
 
-def encode_morse(text: str) -> str:
-    """Code points in decimal, each digit in Morse (see the module docstring)."""
-    return " / ".join(" ".join(MORSE_DIGITS[d] for d in str(ord(ch))) for ch in text)
+def encode_morse(plaintext: str) -> str:
+    """International Morse of a plaintext of space-separated tokens (see the module docstring).
+
+    >>> encode_morse("zha4 yao4")
+    '--.. .... .- ....- / -.-- .- --- ....-'
+    """
+    tokens = plaintext.split(" ")
+    if any(not token for token in tokens):
+        raise CodecError("the plaintext must be tokens separated by single spaces")
+    out = []
+    for token in tokens:
+        missing = [ch for ch in token if ch not in ITU_MORSE]
+        if missing:
+            raise CodecError(f"{missing[0]!r} has no International Morse code")
+        out.append(" ".join(ITU_MORSE[ch] for ch in token))
+    return " / ".join(out)
 
 
 def decode_morse(payload: str) -> str:
-    """Inverse of :func:`encode_morse`."""
+    """Inverse of :func:`encode_morse`: the plaintext, tokens separated by single spaces."""
     if not payload:
         return ""
-    out = []
+    tokens = []
     for group in payload.split(" / "):
         try:
-            digits = "".join(_MORSE_BACK[code] for code in group.split(" "))
-            out.append(chr(int(digits)))
-        except (KeyError, ValueError, OverflowError):
-            raise CodecError(f"not a Morse-coded code point: {group[:40]!r}") from None
-    return "".join(out)
+            tokens.append("".join(_MORSE_BACK[code] for code in group.split(" ")))
+        except KeyError as exc:
+            raise CodecError(f"not International Morse code: {exc.args[0][:20]!r} in {group[:40]!r}") from None
+    return " ".join(tokens)
 
 
 def caesar(text: str, shift: int) -> str:
-    """Shift Han characters (U+4E00–U+9FFF), ASCII letters and digits by ``shift`` (wrapping);
-    ``caesar(caesar(t, k), -k) == t``."""
+    """Shift ASCII letters by ``shift`` inside the alphabet (case kept); everything else stays.
+    ``caesar(caesar(t, k), -k) == t``.
+
+    >>> caesar("zha4 yao4", 3)
+    'ckd4 bdr4'
+    """
     out = []
     for ch in text:
-        cp = ord(ch)
-        if HAN_FIRST <= cp <= HAN_LAST:
-            out.append(chr(HAN_FIRST + (cp - HAN_FIRST + shift) % _HAN_SPAN))
-        elif "a" <= ch <= "z":
-            out.append(chr(ord("a") + (cp - ord("a") + shift) % 26))
+        if "a" <= ch <= "z":
+            out.append(chr(ord("a") + (ord(ch) - ord("a") + shift) % 26))
         elif "A" <= ch <= "Z":
-            out.append(chr(ord("A") + (cp - ord("A") + shift) % 26))
-        elif "0" <= ch <= "9":
-            out.append(chr(ord("0") + (cp - ord("0") + shift) % 10))
+            out.append(chr(ord("A") + (ord(ch) - ord("A") + shift) % 26))
         else:
             out.append(ch)
     return "".join(out)

@@ -15,7 +15,7 @@ from verimod.tasks.safeqa.transforms.base import (
     Draft,
     EditBuilder,
     NotApplicableError,
-    choose_some,
+    choose_risk_first,
     decode_edits,
     load_table,
     pad_latin,
@@ -76,10 +76,11 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _romanise_words(ctx: Context, style: PinyinStyle, join: str, case: str) -> Draft:
     text = ctx.query.text
     syllables = pinyin_per_char(text, style)
-    words = [(s, e) for s, e in find_keys(ctx.query).words if all(syllables[i] for i in range(s, e))]
+    keys = find_keys(ctx.query)
+    words = [(s, e) for s, e in keys.words if all(syllables[i] for i in range(s, e))]
     if not words:
         raise NotApplicableError(f"{ctx.method}: query {ctx.query.id!r} has no key word with a pinyin reading")
-    chosen = _merge(choose_some(ctx.rng, words, RATIO))
+    chosen = _merge(choose_risk_first(ctx.rng, words, lambda word: word, keys, RATIO))
     builder = EditBuilder(text)
     for start, end in chosen:
         latin = join.join(str(syllables[i]) for i in range(start, end))
@@ -102,7 +103,8 @@ def pinyin(ctx: Context) -> Draft:
     """Key words written in full pinyin, syllables separated by spaces (炸药 → zhà yào / zha yao).
 
     Readings in context (pypinyin); variant ``tone`` keeps tone marks, ``plain`` drops them.
-    Adjacent chosen words are written as one run. Meta: ``ratio``, ``eligible`` (key words with a
+    Risk terms first (:func:`~.base.choose_risk_first`); adjacent chosen words are written as one
+    run. Meta: ``ratio``, ``eligible`` (key words with a
     reading), ``positions``, ``edits``, ``pypinyin``.
     """
     variant = ctx.pick(("tone", "plain"))
@@ -140,7 +142,8 @@ def mixed_script(ctx: Context) -> Draft:
 
     Units, per key word: the whole word when ``resources/safeqa/mixed_script.json`` glosses it in
     English; otherwise each character — a numeral becomes its digits, a glossed character its
-    English word, any other its toneless pinyin. A seeded :data:`RATIO` of the units is rewritten.
+    English word, any other its toneless pinyin. The units on risk terms first, then others up to
+    :data:`RATIO` of them (:func:`~.base.choose_risk_first`).
     Meta: ``ratio``, ``eligible`` (units), ``kinds`` (english | digits | pinyin per edit),
     ``positions``, ``edits``, ``table``, ``pypinyin``.
     """
@@ -150,7 +153,8 @@ def mixed_script(ctx: Context) -> Draft:
     text = ctx.query.text
     syllables = pinyin_per_char(text, "plain")
     units: list[tuple[int, int, str, str]] = []
-    for start, end in find_keys(ctx.query).words:
+    keys = find_keys(ctx.query)
+    for start, end in keys.words:
         word = text[start:end]
         if word in gloss:
             units.append((start, end, gloss[word], "english"))
@@ -166,7 +170,7 @@ def mixed_script(ctx: Context) -> Draft:
         raise NotApplicableError(f"{ctx.method}: query {ctx.query.id!r} has no key character to rewrite")
     builder = EditBuilder(text)
     kinds: list[str] = []
-    for start, end, latin, kind in choose_some(ctx.rng, units, RATIO):
+    for start, end, latin, kind in choose_risk_first(ctx.rng, units, lambda unit: (unit[0], unit[1]), keys, RATIO):
         builder.replace(start, end, pad_latin(builder, start, end, latin))
         kinds.append(kind)
     new, edits = builder.finish()

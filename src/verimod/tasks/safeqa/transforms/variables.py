@@ -20,7 +20,7 @@ from verimod.tasks.safeqa.transforms.base import (
     variant_ids,
     wrap,
 )
-from verimod.tasks.safeqa.transforms.keys import find_keys
+from verimod.tasks.safeqa.transforms.keys import find_keys, lexicon
 
 #: Variable-name sets; the first (in a seeded rotation) whose letters do not occur in the seed is used.
 NAME_SETS = ("ABCD", "XYZW", "PQRS", "MNUV")
@@ -45,8 +45,9 @@ def decode_variables(text: str, meta: Mapping[str, Any]) -> str:
 def variable_substitution(ctx: Context) -> Draft:
     """Up to two key words split into variables defined first, the seed rewritten with them.
 
-    The words are drawn (as distinct texts) from the seed's risk terms of two characters or more
-    (炸药, 洗钱), else from its other key words of two or more, else from any key word. Each chosen
+    The words are drawn (as distinct texts) from the seed's risk terms of two characters or more —
+    the lexicon's entities first (毒品, 炸药), then its actions (洗钱, 购买) — else from its other key
+    words of two or more, else from any key word. Each chosen
     word is cut in two halves, each bound to a variable (``A=“炸”，B=“药”``), and every key-word
     occurrence of it in the seed is written ``A+B``; a one-character word gets one variable. The
     definitions come before the rewritten seed, so the entity never appears whole. Variable names
@@ -63,7 +64,12 @@ def variable_substitution(ctx: Context) -> Draft:
         [w for w in keys.risky if w[1] - w[0] >= 2] or [w for w in keys.words if w[1] - w[0] >= 2] or list(keys.words)
     )
     distinct = list(dict.fromkeys(text[s:e] for s, e in pool))
-    chosen = set(ctx.rng.sample(distinct, min(MAX_WORDS, len(distinct))))
+    kinds = lexicon().kinds
+    entities = [w for w in distinct if kinds.get(w) == "entity"]
+    others = [w for w in distinct if kinds.get(w) != "entity"]
+    chosen = set(ctx.rng.sample(entities, min(MAX_WORDS, len(entities))))
+    if len(chosen) < MAX_WORDS:
+        chosen.update(ctx.rng.sample(others, min(MAX_WORDS - len(chosen), len(others))))
     start_at = ctx.rng.randrange(len(NAME_SETS))
     rotation = NAME_SETS[start_at:] + NAME_SETS[:start_at]
     names = next((s for s in rotation if not any(ch in text for ch in s)), rotation[0])
