@@ -60,6 +60,11 @@ QUOTE_PREFIX: Final = "q:"
 QUOTE_NGRAMS: Final = (2, 4)
 
 
+def quoted_spans(normalized: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every quoted passage, quotation marks included."""
+    return [m.span() for m in _QUOTED.finditer(normalized)]
+
+
 def mask_quotes(normalized: str) -> str:
     """The text with every quoted passage replaced by ``“〃”``: what the author says *around*
     quotations (``骂…``, ``…这种话``), whatever words are quoted."""
