@@ -53,7 +53,7 @@ FORMAT_NAME: Final = "verimod-baseline"
 FORMAT_VERSION: Final = 2
 MODEL_VERSION: Final = "verimod-baseline/2"
 
-_TYPE, _EXPL = 0, 1  # columns of COMBOS
+_TYPE, _EXPL, _LABEL = 0, 1, 3  # columns of COMBOS
 _EXPLICIT = VOCABULARY["target_explicitness"].index("explicit")
 _NCT_TYPE = VOCABULARY["target_type"].index(NO_CLEAR_TARGET)
 
@@ -282,8 +282,11 @@ class BaselineModel:
         grams = [self.vectorizer.feature_name(k).removeprefix("w:") for k in indices.tolist()]
         locator = EvidenceLocator(text, norm, tokens)
         cues = {}
+        harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
         for k, f in enumerate(DISCRETE_FIELDS):
-            weights = self.classifiers[f].contributions(indices, values, int(codes[k]))
+            # A harmful record's stance is fixed by the codebook: its evidence is the label's.
+            source, code = (("label", int(codes[_LABEL])) if f == "stance" and harmful else (f, int(codes[k])))
+            weights = self.classifiers[source].contributions(indices, values, code)
             cues[f] = locator.segments(grams, weights)
         return cues
 
