@@ -16,7 +16,13 @@ from verimod.core.errors import InputError
 from verimod.data.adapters import convert
 from verimod.data.adapters.state_toxicn import parse_output
 
-TOXICN = """platform,topic,content,toxic,toxic_one_hot,toxic_type,toxic_type_one_hot,expression,expression_one_hot,target,length,num_attacked
+TOXICN_HEADER = (
+    "platform,topic,content,toxic,toxic_one_hot,toxic_type,toxic_type_one_hot,expression,expression_one_hot,"
+    "target,length,num_attacked"
+)
+TOXICN = (
+    TOXICN_HEADER
+    + """
 zhihu,region,今天的火锅真好吃,0,"[1, 0]",0,"[1, 0, 0]",0,"[1, 0, 0, 0]","[0, 0, 0, 0, 0, 1]",8,0
 tieba,gender,你这个废物闭嘴吧,1,"[0, 1]",1,"[0, 1, 0]",0,"[1, 0, 0, 0]","[0, 0, 0, 0, 0, 1]",8,0
 zhihu,region,某省人都是骗子,1,"[0, 1]",2,"[0, 0, 1]",1,"[0, 1, 0, 0]","[0, 1, 0, 0, 0, 0]",7,1
@@ -25,6 +31,7 @@ zhihu,region,别再搞地域黑了，骂某省人的都是在挑拨,1,"[0, 1]",2
 zhihu,race,那些人和那些女的都一样,1,"[0, 1]",2,"[0, 0, 1]",1,"[0, 1, 0, 0]","[0, 0, 1, 1, 0, 0]",11,2
 tieba,lgbt,这帮人真是没救了,1,"[0, 1]",2,"[0, 0, 1]",2,"[0, 0, 1, 0]","[0, 0, 0, 0, 1, 0]",8,1
 """
+)
 
 
 def test_toxicn_mapping_and_the_reporting_conflict(tmp_path):
@@ -171,7 +178,12 @@ def test_state_toxicn_output_strings(tmp_path):
     assert refs["state-8"].label == "non_harmful" and result.skipped == {"invalid value": 1}
 
 
-MHC = """mhc_case_id,functionality,test_case,label_gold,target_ident,ref_case_id,ref_templ_id,templ_id,case_templ,gender_male,gender_female,label_annotated,label_annotated_maj,disagreement_in_case,disagreement_in_template
+MHC = (
+    (
+        "mhc_case_id,functionality,test_case,label_gold,target_ident,ref_case_id,ref_templ_id,templ_id,case_templ,"
+        "gender_male,gender_female,label_annotated,label_annotated_maj,disagreement_in_case,disagreement_in_template"
+    )
+    + """
 mandarin-1,derog_neg_emote_h,我讨厌女人。,hateful,women,1,1,1,我讨厌[IDENTITY_P]。,,,hateful,hateful,False,False
 mandarin-2,spell_char_swap_h,我讨厌女仁。,hateful,women,1,1,2,我讨厌[IDENTITY_P]。,,,hateful,hateful,False,False
 mandarin-3,counter_quote_nh,“女人都是废物”这种话太过分了。,non-hateful,women,,,3,,,,non-hateful,non-hateful,False,False
@@ -179,6 +191,7 @@ mandarin-4,target_indiv_nh,他真是个混蛋。,non-hateful,,,,4,,,,non-hateful
 mandarin-5,derog_dehum_h,穆斯林都是害虫。,hateful,Muslims,,,5,,,,hateful,hateful,False,False
 mandarin-6,spell_homophone_h,我讨厌女淫。,hateful,women,,,6,,,,hateful,hateful,False,False
 """
+)
 
 
 def test_mhc_stance_tags_categories_and_conflicts(tmp_path):
@@ -201,11 +214,18 @@ def test_mhc_stance_tags_categories_and_conflicts(tmp_path):
     assert "1 case(s) whose annotators' majority differs from the gold label" in joined
 
 
-SGHC = """c_id,annotator_2,p_label,p_value,p_target,c_testcase,t_case_local,t_function,t_gold,t_direction,t_id,c_order,annotator_1,annotator_3,annotation_common,annotation_selected
+SGHC = (
+    (
+        "c_id,annotator_2,p_label,p_value,p_target,c_testcase,t_case_local,t_function,t_gold,t_direction,t_id,"
+        "c_order,annotator_1,annotator_3,annotation_common,annotation_selected"
+    )
+    + """
 0,hateful,{IDENT_P},马来人,Malay,马来人都是骗子。,{IDENT_P}都是骗子。,derog_neg_attrib_h,hateful,general,10,1,hateful,hateful,hateful,hateful
 1,hateful,{IDENT_P},佛教徒,Buddhist,佛教徒都是骗子。,{IDENT_P}都是骗子。,derog_neg_attrib_h,hateful,general,10,2,hateful,hateful,hateful,hateful
 2,non-hateful,{IDENT_P},老人,seniors,我们要尊重老人。,我们要尊重{IDENT_P}。,ident_pos_nh,non-hateful,general,11,3,non-hateful,non-hateful,non-hateful,non-hateful
-3,hateful,{IDENT_P},女人,Women,女人都是骗 子。,{IDENT_P}都是骗 子。,spell_space_add_h,hateful,general,12,4,hateful,non-hateful,non-hateful,no_match
+3,hateful,{IDENT_P},女人,Women,女人都是骗 子。,{IDENT_P}都是骗 子。,spell_space_add_h,hateful,general,12,4,"""
+)
+"""hateful,non-hateful,non-hateful,no_match
 """
 
 
