@@ -224,9 +224,9 @@ SGHC = (
 1,hateful,{IDENT_P},佛教徒,Buddhist,佛教徒都是骗子。,{IDENT_P}都是骗子。,derog_neg_attrib_h,hateful,general,10,2,hateful,hateful,hateful,hateful
 2,non-hateful,{IDENT_P},老人,seniors,我们要尊重老人。,我们要尊重{IDENT_P}。,ident_pos_nh,non-hateful,general,11,3,non-hateful,non-hateful,non-hateful,non-hateful
 3,hateful,{IDENT_P},女人,Women,女人都是骗 子。,{IDENT_P}都是骗 子。,spell_space_add_h,hateful,general,12,4,"""
-)
-"""hateful,non-hateful,non-hateful,no_match
+    + """hateful,non-hateful,non-hateful,no_match
 """
+)
 
 
 def test_sghatecheck_targets_language_and_conflicts(tmp_path):
