@@ -170,6 +170,13 @@ def eval_command(
         ),
     ] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
+    leakage_check: Annotated[
+        bool,
+        typer.Option(
+            "--leakage-check/--no-leakage-check",
+            help="Warn when the texts near-duplicate the training texts of a baseline model.",
+        ),
+    ] = True,
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -233,6 +240,10 @@ def eval_command(
         if resume is None:
             store = start_run(settings, prepared, backend, runs_dir)
             requests, template = prepared.requests, prepared.template
+        if leakage_check and hasattr(backend, "leakage_warning"):  # models that know their training texts
+            warning = backend.leakage_warning([r.sample_id for r in requests], [r.input_text or "" for r in requests])
+            if warning:
+                typer.echo(f"warning: {warning}", err=True)
         if not quiet:
             status = err_console if json_out == "-" else console  # stdout holds only the JSON then
             status.print(f"run {store.directory}: {len(requests)} sample(s) to request", highlight=False)

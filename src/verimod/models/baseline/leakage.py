@@ -212,3 +212,26 @@ def bundled_keys(sources: Sequence[BundledSource]) -> tuple[list[str], list[str]
             continue
         keys.extend(text_key(t) for t in texts)
     return keys, notes
+
+
+def leakage_message(index: LeakageIndex, ids: Sequence[str], texts: Sequence[str], examples: int = 3) -> str | None:
+    """One warning line when evaluated texts near-duplicate the training texts (None when none
+    does): the count by kind, a few example ids, and the bundled sources that could not be checked."""
+    keys, notes = bundled_keys(index.bundled)
+    matches = index.check(texts, keys)
+    if not matches:
+        return None
+    kinds = {kind: sum(m.kind == kind for m in matches) for kind in ("exact", "near", "approximate")}
+    parts = []
+    if kinds["exact"]:
+        parts.append(f"{kinds['exact']} identical")
+    if kinds["near"]:
+        parts.append(f"{kinds['near']} near-duplicates (fuzz.ratio ≥ {THRESHOLD:g})")
+    if kinds["approximate"]:
+        parts.append(f"{kinds['approximate']} approximate (MinHash) matches of texts the model does not ship")
+    shown = ", ".join(ids[m.index] for m in matches[:examples])
+    extra = f"; {'; '.join(notes)}" if notes else ""
+    return (
+        f"leakage: {len(matches):,} of {len(texts):,} evaluated texts near-duplicate the model's training texts "
+        f"({', '.join(parts)}); e.g. {shown}. Their scores may be inflated{extra}"
+    )

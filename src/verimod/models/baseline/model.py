@@ -104,12 +104,12 @@ class BaselineConfig(BaseModel):
     robust: bool = True
     cues: bool = True
     min_df: tuple[int, int, int] = (3, 3, 1)
-    block_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)
-    max_features: int = Field(60_000, ge=0)
+    block_weights: tuple[float, float, float] = (1.0, 1.5, 0.5)
+    max_features: int = Field(80_000, ge=0)
     c_label: float = Field(2.0, gt=0)
     c: float = Field(1.0, gt=0)
     class_weight: Literal["balanced"] | None = "balanced"
-    augment_rate: float = Field(0.5, ge=0.0, le=1.0)
+    augment_rate: float = Field(1.0, ge=0.0, le=1.0)
     augment_chars: float = Field(0.5, gt=0.0, le=1.0)
     half_precision: bool = True
     target_ngram_max: int = Field(2, ge=1, le=8)
@@ -285,7 +285,7 @@ class BaselineModel:
         harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
         for k, f in enumerate(DISCRETE_FIELDS):
             # A harmful record's stance is fixed by the codebook: its evidence is the label's.
-            source, code = (("label", int(codes[_LABEL])) if f == "stance" and harmful else (f, int(codes[k])))
+            source, code = ("label", int(codes[_LABEL])) if f == "stance" and harmful else (f, int(codes[k]))
             weights = self.classifiers[source].contributions(indices, values, code)
             cues[f] = locator.segments(grams, weights)
         return cues
