@@ -184,7 +184,7 @@ def _train_recipe(name: str, data_root: Path | None, out: Path | None, json_out:
     )
     console.print(safe(str(target), 1000))
     for line in source_summary(manifest["sources"]) + manifest["notes"]:
-        console.print("  " + safe(line, 1000), highlight=False)
+        console.print("  ", safe(line, 1000), highlight=False)
     console.print(_fields_table(model.summary.fields, model.summary.augmented))
 
 

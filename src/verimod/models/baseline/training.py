@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from collections.abc import Sequence
 
@@ -97,14 +98,17 @@ def train_baseline(
     weights: Sequence[float] | None = None,
     leakage: LeakageIndex | None = None,
     sources: Sequence[dict[str, object]] = (),
+    workers: int | None = None,
 ) -> BaselineModel:
     """Train a baseline model on ``references`` (complete or partial; module docstring).
 
     ``weights``: one non-negative weight per reference. ``leakage``: the index of the training
     texts the model keeps (default: every text stored, see
     :mod:`~verimod.models.baseline.leakage`). ``sources``: a description of where the records
-    came from, kept in ``model.json``. ``ValueError`` when there is no record, a weight is
-    negative or their number differs, or no record carries a label.
+    came from, kept in ``model.json``. ``workers``: processes that analyse the texts (default:
+    up to 2 of the machine's cores; the model is the same whatever the number). ``ValueError``
+    when there is no record, a weight is negative or their number differs, or no record carries
+    a label.
     """
     if not references:
         raise ValueError("no training records")
@@ -119,7 +123,8 @@ def train_baseline(
     identity = (training_data_sha256(references, weights), index, tuple(sources))
     with threadpool_limits(limits=1):
         row_weights = np.asarray(weights if weights is not None else [1.0] * len(references), dtype=np.float64)
-        return _train(references, row_weights, seed, config, identity)
+        processes = workers if workers is not None else min(2, os.cpu_count() or 1)
+        return _train(references, row_weights, seed, config, identity, processes)
 
 
 def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineConfig) -> list[tuple[int, str]]:
@@ -172,6 +177,7 @@ def _train(
     seed: int,
     config: BaselineConfig,
     identity: tuple[str, LeakageIndex, tuple[dict[str, object], ...]],
+    workers: int,
 ) -> BaselineModel:
     texts = [r.text for r in references]
     copies = _augmented(references, seed, config)
@@ -182,7 +188,7 @@ def _train(
         config.ngram_min, config.ngram_max, config.bounds, config.words, config.quote_view, config.robust, config.cues
     )
     vectorizer, text_rows, column_ids = TextVectorizer.fit_transform(
-        analyzer, all_texts, config.min_df, config.block_weights
+        analyzer, all_texts, config.min_df, config.block_weights, workers
     )
     # The rows each text-only field learns from (augmented copies train label and category).
     targets: dict[str, tuple[np.ndarray, list[str]]] = {}

@@ -12,7 +12,9 @@ Contract of :class:`TextVectorizer`:
   hundred n-grams;
 - :meth:`TextVectorizer.fit_transform` computes each text's features once: a first pass gives
   every distinct feature a provisional id and keeps each text's ids as an ``int32`` array; the
-  document frequencies, the vocabulary and the matrix then come from those arrays.
+  document frequencies, the vocabulary and the matrix then come from those arrays. The first
+  pass may run in several processes over chunks of texts (:func:`analyze_chunk`); provisional
+  ids never reach the result (the vocabulary is sorted), so the model is the same.
 """
 
 from __future__ import annotations
@@ -68,19 +70,20 @@ class TextVectorizer:
         texts: Sequence[str],
         min_df: Sequence[int],
         block_weights: Sequence[float],
+        workers: int = 1,
     ) -> tuple[TextVectorizer, sp.csr_matrix, list[np.ndarray]]:
         """Learn the vocabulary and idf from raw training texts; return it, the texts' rows and
-        each text's column occurrences (for :meth:`rows_of` after :meth:`restrict`)."""
+        each text's column occurrences (for :meth:`rows_of` after :meth:`restrict`). With
+        ``workers`` > 1 the texts are analysed by that many processes (same result)."""
         provisional: list[dict[str, int]] = [{} for _ in TEXT_BLOCKS]
         per_text: list[list[np.ndarray]] = []
-        for text in texts:
-            ids = []
-            blocks, _ = analyzer.features(canonical_text(text))
-            for block, feats in enumerate(blocks):
+        for local_vocabularies, local_ids in _analyze(analyzer, texts, workers):
+            remaps = []
+            for block, names in enumerate(local_vocabularies):
                 table = provisional[block]
                 setdefault = table.setdefault
-                ids.append(np.fromiter((setdefault(f, len(table)) for f in feats), dtype=np.int32, count=len(feats)))
-            per_text.append(ids)
+                remaps.append(np.fromiter((setdefault(n, len(table)) for n in names), dtype=np.int32, count=len(names)))
+            per_text.extend([remaps[b][ids[b]] for b in range(len(TEXT_BLOCKS))] for ids in local_ids)
         vocabularies: list[list[str]] = []
         remaps: list[np.ndarray] = []
         idf_parts: list[np.ndarray] = []
@@ -165,6 +168,42 @@ class TextVectorizer:
         norms = np.sqrt(np.bincount(cell, weights=data * data, minlength=n_rows * n_blocks))
         scale = np.asarray(self.block_weights)[self.block_of[idx]] / np.where(norms[cell] > 0, norms[cell], 1.0)
         return sp.csr_matrix((data * scale, idx, ptr), shape=(n_rows, self.n_features))
+
+
+Chunk = tuple[list[list[str]], list[list[np.ndarray]]]
+#: Texts per task when several processes analyse the training texts.
+CHUNK_SIZE = 2000
+
+
+def analyze_chunk(analyzer: TextAnalyzer, texts: Sequence[str]) -> Chunk:
+    """The feature blocks of ``texts`` as local ids: per block, the distinct feature strings in
+    first-seen order, and per text and block the ids of its feature occurrences."""
+    local: list[dict[str, int]] = [{} for _ in TEXT_BLOCKS]
+    out: list[list[np.ndarray]] = []
+    for text in texts:
+        blocks, _ = analyzer.features(canonical_text(text))
+        ids = []
+        for block, feats in enumerate(blocks):
+            setdefault = local[block].setdefault
+            table = local[block]
+            ids.append(np.fromiter((setdefault(f, len(table)) for f in feats), dtype=np.int32, count=len(feats)))
+        out.append(ids)
+    return [list(table) for table in local], out
+
+
+def _analyze(analyzer: TextAnalyzer, texts: Sequence[str], workers: int) -> list[Chunk]:
+    """:func:`analyze_chunk` over chunks of ``texts``, in order, by ``workers`` processes."""
+    if workers <= 1 or len(texts) <= CHUNK_SIZE:
+        return [analyze_chunk(analyzer, texts)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    chunks = [list(texts[k : k + CHUNK_SIZE]) for k in range(0, len(texts), CHUNK_SIZE)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(pool.map(partial(analyze_chunk, analyzer), chunks))
 
 
 def counts_by_block(vectorizer: TextVectorizer) -> dict[str, int]:
