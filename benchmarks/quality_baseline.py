@@ -85,11 +85,12 @@ def interval(estimate: float | None, low: float | None, high: float | None) -> s
     return f"{pct(estimate)} [{pct(low)}, {pct(high)}]"
 
 
-def load_sets(root: Path) -> dict[str, list[VarmReference]]:
+def load_sets(root: Path, split: str = "test") -> dict[str, list[VarmReference]]:
+    """COLD's file of ``split`` and SWSR's ``split`` of verimod's split."""
     swsr = convert("swsr", root / "swsr" / "SexComment.csv", split="verimod").references
     return {
-        "COLD test": convert("cold", root / "cold" / "test.csv").references,
-        "SWSR test (verimod split)": [r for r in swsr if r.split == "test"],
+        f"COLD {split}": convert("cold", root / "cold" / f"{split}.csv").references,
+        f"SWSR {split} (verimod split)": [r for r in swsr if r.split == split],
     }
 
 
@@ -226,8 +227,13 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="A saved model folder (default: the shipped one).")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--skip-robustness", action="store_true")
+    parser.add_argument("--dev", action="store_true", help="Label figures on the dev splits only (for tuning).")
     args = parser.parse_args()
     model = BaselineModel.load(args.model) if args.model else default_model()
+    if args.dev:
+        report = {"quality": quality_tables(model, load_sets(args.data_root, "dev")), "counter_speech": {}}
+        print_markdown({**report, "robustness": {}})
+        return
     sets = load_sets(args.data_root)
     report: dict[str, object] = {
         "model": {"data_sha256": model.data_sha256, "fingerprint": model.fingerprint},

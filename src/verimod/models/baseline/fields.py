@@ -12,7 +12,8 @@
   probabilities as a two-way softmax).
 - :func:`record_scores` scores every consistent record under the chain factorisation used by
   the model (category conditional on harmful, stance conditional on non-harmful);
-  :func:`decode_records` picks the best allowed one and gives the posterior, :func:`marginals`
+  :func:`decode_records` decides the label by its marginal, then picks the best allowed
+  record with that label, and gives the posterior, :func:`marginals`
   the per-field probabilities of that posterior.
 - :data:`COMBOS` enumerates every combination of the five discrete fields that the codebook
   allows (``codebook_violations_of`` with a placeholder target, which is ``no_clear_target``
@@ -160,14 +161,26 @@ def record_scores(log_probs: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def decode_records(scores: np.ndarray, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise index into :data:`COMBOS` of the best allowed record, and the posterior over
-    the allowed records (softmax of ``scores``; ties go to the first in enumeration order)."""
+    """Row-wise index into :data:`COMBOS` of the decided record, and the posterior over the
+    allowed records (softmax of ``scores``).
+
+    The label is decided first, by its marginal probability under the posterior (harmful
+    when ``P(harmful) ≥ 0.5``), then the most probable allowed record with that label is
+    taken (ties: the first in enumeration order). Deciding the label by its marginal rather
+    than by the single most probable record keeps a spread-out category (four attack categories
+    at 0.25 each) from turning a probably harmful comment into a non-harmful record."""
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)
-    best = np.asarray(scores.argmax(axis=1), dtype=np.int64)
     top = scores.max(axis=1, keepdims=True)
     posterior = np.exp(scores - top)
     posterior /= posterior.sum(axis=1, keepdims=True)
+    harmful = posterior[:, _HARMFUL_COMBO].sum(axis=1) >= 0.5
+    keep = np.where(harmful[:, None], _HARMFUL_COMBO[None, :], ~_HARMFUL_COMBO[None, :])
+    chosen = np.where(keep, scores, -np.inf)
+    # a row whose decided label has no allowed record keeps the overall best one
+    fallback = ~np.isfinite(chosen.max(axis=1))
+    chosen[fallback] = scores[fallback]
+    best = np.asarray(chosen.argmax(axis=1), dtype=np.int64)
     return best, posterior
 
 

@@ -104,7 +104,7 @@ class BaselineConfig(BaseModel):
     robust: bool = True
     cues: bool = True
     min_df: tuple[int, int, int] = (3, 3, 1)
-    block_weights: tuple[float, float, float] = (1.0, 1.5, 0.5)
+    block_weights: tuple[float, float, float] = (1.0, 1.5, 1.0)
     max_features: int = Field(50_000, ge=0)
     c_label: float = Field(2.0, gt=0)
     c: float = Field(1.0, gt=0)
