@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from verimod.cli import train
 from verimod.core.errors import InputError
 from verimod.models.baseline import BaselineModel, train_baseline
 from verimod.models.baseline.default import default_identity, has_prebuilt, prebuilt_dir
@@ -24,8 +21,9 @@ CODE = "喵喵怪"  # a made-up word: only the label-only records below carry it
 
 def _label_only(n: int) -> list[VarmReference]:
     """Label-only records (as a converted real data set gives): the made-up word means harmful."""
+    moods = ("烦人", "讨厌", "恶心")
     harmful = [
-        VarmReference(id=f"lab-h{k}", text=f"这些{CODE}真是{['烦人', '讨厌', '恶心'][k % 3]}，第{k}次了", label="harmful")
+        VarmReference(id=f"lab-h{k}", text=f"这些{CODE}真是{moods[k % 3]}，第{k}次了", label="harmful")
         for k in range(n)
     ]
     calm = [
@@ -67,19 +65,6 @@ def test_weights_and_their_checks():
     assert heavier.data_sha256 != first.data_sha256 and heavier.fingerprint != first.fingerprint
 
 
-@pytest.fixture
-def run():
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """Root."""
-
-    train.register(app)
-    runner = CliRunner()
-    return lambda *args: runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
 def _write(path, rows):
     path.write_text("".join(json.dumps(r.model_dump(exclude_none=True), ensure_ascii=False) + "\n" for r in rows))
     return path
@@ -89,7 +74,8 @@ def test_cli_trains_on_several_files_with_weights_and_prints_field_counts(run, t
     complete = _write(tmp_path / "complete.jsonl", load_starter("train")[:60] + load_starter("dev")[:10])
     labels = _write(tmp_path / "labels.jsonl", _label_only(20))
     out = tmp_path / "model"
-    result = run("train", "baseline", "--data", complete, "--data", labels, "--weight", 1, "--weight", 0.5, "--out", out)
+    files = ["--data", complete, "--data", labels, "--weight", 1, "--weight", 0.5]
+    result = run("train", "baseline", *files, "--out", out)
     assert result.exit_code == 0, result.output
     assert "Trained on 100 'train' records" in result.stdout and "Records that trained each field" in result.stdout
     assert "label" in result.stdout and "100" in result.stdout and "dev (n = 10)" in result.stdout
@@ -156,7 +142,7 @@ def test_the_default_recipe_reads_no_held_out_split():
     recipe, _ = load_recipe("default")
     for source in recipe.sources:
         assert source.split in (None, "train")
-        assert source.path is None or "test" not in source.path and "dev" not in source.path
+        assert source.path is None or ("test" not in source.path and "dev" not in source.path)
 
 
 def test_the_shipped_default_model_loads_and_describes_its_training():

@@ -14,23 +14,6 @@ from verimod.tasks.varm.starter import load_starter
 
 
 @pytest.fixture
-def run():
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """Root."""
-
-    train.register(app)
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-    return invoke
-
-
-@pytest.fixture
 def small_file(tmp_path):
     """60 train and 12 dev records of the starter set."""
     rows = load_starter("train")[:60] + load_starter("dev")[:12]
@@ -80,10 +63,6 @@ def test_help_has_an_example(run):
 
 
 def test_partial_references_are_refused_with_one_line(tmp_path, monkeypatch):
-    import typer
-    from typer.testing import CliRunner
-
-    from verimod.cli import train
 
     monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
     app = typer.Typer()

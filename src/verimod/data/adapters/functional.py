@@ -24,9 +24,10 @@ the codebook would call them harmful. The adapters keep the source label and rep
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Final
 
-from verimod.data.adapters.base import Builder
+from verimod.data.adapters.base import EMPTY_TEXT, Builder, clean_text
 from verimod.data.adapters.hatecheck import PHENOMENA, STANCE
 
 NONPROTECTED_ABUSE: Final = frozenset({"target_group_nh", "target_indiv_nh", "target_obj_nh", "profanity_nh"})
@@ -120,6 +121,56 @@ def report_conflicts(builder: Builder, counts: Counter[str]) -> None:
             f"{counts['annotators']} case(s) whose annotators' majority differs from the gold label: gold kept, "
             "tagged annotators_disagree_with_gold"
         )
+
+
+#: The gold labels of the suites.
+GOLD_LABELS: Final = {"hateful": "harmful", "non-hateful": "non_harmful"}
+
+
+@dataclass(frozen=True)
+class CaseColumns:
+    """Which columns of a suite hold the text, gold label, functionality, identity and the
+    annotators' majority."""
+
+    text: str
+    gold: str
+    functionality: str
+    identity: str
+    majority: str
+
+
+def functional_case(
+    builder: Builder,
+    columns: CaseColumns,
+    path: str,
+    line: int,
+    record: dict[str, Any],
+    derive_non_attack: bool,
+    counts: Counter[str],
+) -> tuple[str, dict[str, Any], list[str], list[str]] | None:
+    """``(text, fields, derived, tags)`` of one test case, or None when it is skipped (empty
+    text; a gold label that is not hateful / non-hateful or contradicts the functionality's
+    stance: an invalid value). Counts the conventions conflicts in ``counts``."""
+    text = clean_text(record[columns.text])
+    if text is None:
+        builder.skip(EMPTY_TEXT)
+        return None
+    gold = str(record[columns.gold]).strip()
+    if gold not in GOLD_LABELS:
+        builder.invalid(path, line, columns.gold, f"must be hateful or non-hateful, got {gold!r}")
+        return None
+    functionality = str(record[columns.functionality]).strip()
+    stance = functionality_stance(functionality)
+    if stance is not None and (stance == "attack_or_endorse") != (gold == "hateful"):
+        builder.invalid(path, line, columns.gold, f"{gold!r} contradicts functionality {functionality!r}")
+        return None
+    identity = clean_text(record.get(columns.identity))
+    fields, derived, tags = functional_fields(functionality, GOLD_LABELS[gold], identity, derive_non_attack, counts)
+    majority = clean_text(record.get(columns.majority))
+    if majority is not None and majority != gold and (majority in GOLD_LABELS or majority == "no_match"):
+        counts["annotators"] += 1
+        tags.append("annotators_disagree_with_gold")
+    return text, fields, derived, tags
 
 
 def functional_fields(

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from verimod.data.adapters.base import (
-    EMPTY_TEXT,
     Builder,
     ConversionResult,
     adapters,
@@ -40,11 +39,11 @@ from verimod.data.adapters.base import (
     make_meta,
     require_columns,
 )
-from verimod.data.adapters.functional import functional_fields, functionality_stance, report_conflicts
+from verimod.data.adapters.functional import CaseColumns, functional_case, report_conflicts
 from verimod.data.records import OnError
 
 SOURCE = "mhc"
-LABELS = {"hateful": "harmful", "non-hateful": "non_harmful"}
+CASE_COLUMNS = CaseColumns("test_case", "label_gold", "functionality", "target_ident", "label_annotated_maj")
 COLUMNS = ("mhc_case_id", "functionality", "test_case", "label_gold", "target_ident")
 NOTES = (
     "label: annotated (label_gold hateful → harmful, non-hateful → non_harmful)",
@@ -81,31 +80,16 @@ def convert_mhc(
 def _convert_row(
     builder: Builder, path: str, line: int, record: dict[str, Any], derive_non_attack: bool, counts: Counter[str]
 ) -> dict[str, Any] | None:
-    text = clean_text(record["test_case"])
-    if text is None:
-        builder.skip(EMPTY_TEXT)
+    case = functional_case(builder, CASE_COLUMNS, path, line, record, derive_non_attack, counts)
+    if case is None:
         return None
-    gold = str(record["label_gold"]).strip()
-    if gold not in LABELS:
-        builder.invalid(path, line, "label_gold", f"must be hateful or non-hateful, got {gold!r}")
-        return None
-    functionality = str(record["functionality"]).strip()
-    stance = functionality_stance(functionality)
-    if stance is not None and (stance == "attack_or_endorse") != (gold == "hateful"):
-        builder.invalid(path, line, "label_gold", f"{gold!r} contradicts functionality {functionality!r}")
-        return None
-    identity = clean_text(record["target_ident"])
-    fields, derived, tags = functional_fields(functionality, LABELS[gold], identity, derive_non_attack, counts)
-    majority = clean_text(record.get("label_annotated_maj"))
-    if majority in LABELS and majority != gold:
-        counts["annotators"] += 1
-        tags.append("annotators_disagree_with_gold")
+    text, fields, derived, tags = case
     original = {
         "mhc_case_id": record["mhc_case_id"],
-        "functionality": functionality,
-        "label_gold": gold,
-        "target_ident": identity,
-        "label_annotated_maj": majority,
+        "functionality": str(record["functionality"]).strip(),
+        "label_gold": str(record["label_gold"]).strip(),
+        "target_ident": clean_text(record["target_ident"]),
+        "label_annotated_maj": clean_text(record.get("label_annotated_maj")),
     }
     return {
         "id": f"{SOURCE}-{str(record['mhc_case_id']).strip()}",

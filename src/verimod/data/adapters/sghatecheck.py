@@ -34,7 +34,6 @@ from typing import Any
 
 from verimod.core.errors import InputError
 from verimod.data.adapters.base import (
-    EMPTY_TEXT,
     Builder,
     ConversionResult,
     adapters,
@@ -42,12 +41,12 @@ from verimod.data.adapters.base import (
     make_meta,
     require_columns,
 )
-from verimod.data.adapters.functional import functional_fields, functionality_stance, report_conflicts
+from verimod.data.adapters.functional import CaseColumns, functional_case, report_conflicts
 from verimod.data.records import OnError
 
 SOURCE = "sghatecheck"
 LANGUAGES = ("zh", "ms", "ta", "ss")
-LABELS = {"hateful": "harmful", "non-hateful": "non_harmful"}
+CASE_COLUMNS = CaseColumns("c_testcase", "t_gold", "t_function", "p_target", "annotation_selected")
 COLUMNS = ("c_id", "c_testcase", "t_function", "t_gold")
 NOTES = (
     "label: annotated (t_gold hateful → harmful, non-hateful → non_harmful)",
@@ -102,36 +101,21 @@ def _convert_row(
     derive_non_attack: bool,
     counts: Counter[str],
 ) -> dict[str, Any] | None:
-    text = clean_text(record["c_testcase"])
-    if text is None:
-        builder.skip(EMPTY_TEXT)
+    case = functional_case(builder, CASE_COLUMNS, path, line, record, derive_non_attack, counts)
+    if case is None:
         return None
-    gold = str(record["t_gold"]).strip()
-    if gold not in LABELS:
-        builder.invalid(path, line, "t_gold", f"must be hateful or non-hateful, got {gold!r}")
-        return None
-    functionality = str(record["t_function"]).strip()
-    stance = functionality_stance(functionality)
-    if stance is not None and (stance == "attack_or_endorse") != (gold == "hateful"):
-        builder.invalid(path, line, "t_gold", f"{gold!r} contradicts functionality {functionality!r}")
-        return None
-    identity = clean_text(record.get("p_target"))
-    fields, derived, tags = functional_fields(functionality, LABELS[gold], identity, derive_non_attack, counts)
+    text, fields, derived, tags = case
     words = clean_text(record.get("p_value"))
     if words and words in text:
         fields.update(target=words, target_explicitness="explicit")
-    selected = clean_text(record.get("annotation_selected"))
-    if selected is not None and selected != gold:
-        counts["annotators"] += 1
-        tags.append("annotators_disagree_with_gold")
     original = {
         "c_id": record["c_id"],
-        "t_function": functionality,
-        "t_gold": gold,
+        "t_function": str(record["t_function"]).strip(),
+        "t_gold": str(record["t_gold"]).strip(),
         "t_direction": clean_text(record.get("t_direction")),
         "p_value": words,
-        "p_target": identity,
-        "annotation_selected": selected,
+        "p_target": clean_text(record.get("p_target")),
+        "annotation_selected": clean_text(record.get("annotation_selected")),
     }
     return {
         "id": f"sghc-{lang}-{str(record['c_id']).strip()}",
