@@ -184,9 +184,12 @@ def analyze_chunk(analyzer: TextAnalyzer, texts: Sequence[str]) -> Chunk:
         blocks, _ = analyzer.features(canonical_text(text))
         ids = []
         for block, feats in enumerate(blocks):
-            setdefault = local[block].setdefault
             table = local[block]
-            ids.append(np.fromiter((setdefault(f, len(table)) for f in feats), dtype=np.int32, count=len(feats)))
+            found = list(map(table.get, feats))  # most features are known after the first texts
+            for k, value in enumerate(found):
+                if value is None:
+                    found[k] = table.setdefault(feats[k], len(table))
+            ids.append(np.array(found, dtype=np.int32))
         out.append(ids)
     return [list(table) for table in local], out
 
