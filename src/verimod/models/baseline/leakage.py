@@ -13,7 +13,7 @@ canonical text (:func:`~verimod.models.baseline.charmap.canonical_text`) without
   redistribute): a 64-bit hash of the key (exact duplicates, exact up to hash collisions) and a
   MinHash signature of its character 3-gram set — :data:`PERMUTATIONS` hash functions
   ``(a·crc32(g) + b) mod (2⁶¹ − 1)``, seeded with :data:`SEED`, each minimum kept as its low
-  16 bits. A text is an *approximate* near-duplicate when it shares an LSH band (
+  8 bits (two unrelated values agree by chance once in 256: far below the agreement needed). A text is an *approximate* near-duplicate when it shares an LSH band (
   :data:`BANDS` bands of :data:`ROWS` values) with a training text and at least
   :data:`MIN_AGREEMENT` of their signature values agree (an estimate of the 3-gram Jaccard
   similarity; texts with ``fuzz.ratio ≥ 95`` have a Jaccard of about 0.8 or more). Neither the
@@ -56,7 +56,7 @@ def key_hash(key: str) -> int:
 
 
 def minhash(key: str) -> np.ndarray:
-    """The :data:`PERMUTATIONS` 16-bit MinHash values of a key's character 3-grams (the key
+    """The :data:`PERMUTATIONS` 8-bit MinHash values of a key's character 3-grams (the key
     itself when it is shorter)."""
     grams = {key[i : i + 3] for i in range(len(key) - 2)} or {key}
     hashes = np.fromiter(
@@ -64,7 +64,7 @@ def minhash(key: str) -> np.ndarray:
     )
     a, b = _COEFFICIENTS
     values = (a[:, None] * hashes[None, :] + b[:, None]) % np.uint64(_PRIME)
-    return (values.min(axis=1) & np.uint64(0xFFFF)).astype(np.uint16)
+    return (values.min(axis=1) & np.uint64(0xFF)).astype(np.uint8)
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class LeakageIndex:
     texts: list[str] = field(default_factory=list)
     bundled: list[BundledSource] = field(default_factory=list)
     hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    signatures: np.ndarray = field(default_factory=lambda: np.empty((0, PERMUTATIONS), dtype=np.uint16))
+    signatures: np.ndarray = field(default_factory=lambda: np.empty((0, PERMUTATIONS), dtype=np.uint8))
 
     @classmethod
     def build(cls, stored: Sequence[str], hashed: Sequence[str], bundled: Sequence[BundledSource] = ()) -> LeakageIndex:
@@ -104,12 +104,12 @@ class LeakageIndex:
         ``hashed`` ones (duplicates kept once, in first-seen order)."""
         keys = list(dict.fromkeys(text_key(t) for t in stored))
         others = list(dict.fromkeys(text_key(t) for t in hashed))
-        signatures = np.stack([minhash(k) for k in others]) if others else np.empty((0, PERMUTATIONS), np.uint16)
+        signatures = np.stack([minhash(k) for k in others]) if others else np.empty((0, PERMUTATIONS), np.uint8)
         return cls(
             texts=keys,
             bundled=list(bundled),
             hashes=np.array([key_hash(k) for k in others], dtype=np.int64),
-            signatures=signatures.astype(np.uint16),
+            signatures=signatures.astype(np.uint8),
         )
 
     @property

@@ -62,7 +62,7 @@ def model_files(model: BaselineModel) -> dict[str, bytes]:
     arrays["implicit.indices"] = rows.indices.astype(np.int64)
     arrays["implicit.indptr"] = rows.indptr.astype(np.int64)
     arrays["leakage.hashes"] = model.leakage.hashes.astype(np.int64)
-    arrays["leakage.signatures"] = model.leakage.signatures.astype(np.uint16)
+    arrays["leakage.signatures"] = model.leakage.signatures.astype(np.uint8)
     analyzer = model.vectorizer.analyzer
     vocab = {
         "text": dict(zip(TEXT_BLOCKS, model.vectorizer.vocabularies, strict=True)),

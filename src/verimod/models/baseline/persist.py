@@ -8,7 +8,7 @@ A model directory holds three files:
 - ``vocab.json``: the text features by block, the cue lexicons and stance words the model was
   trained with, the target n-grams, span-scorer feature names, the target lexicon, the
   implicit-target strings, and the leakage index's stored texts and bundled sources;
-- ``arrays.npz``: every numeric array (float64, float16, int64 or uint16), written as an
+- ``arrays.npz``: every numeric array (float64, float16, int64 or uint8), written as an
   uncompressed zip with fixed timestamps and sorted member names, so the same model always
   gives the same bytes.
 
@@ -38,7 +38,7 @@ VOCAB_FILE: Final = "vocab.json"
 ARRAYS_FILE: Final = "arrays.npz"
 FILES: Final = (MODEL_FILE, VOCAB_FILE, ARRAYS_FILE)
 _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
-_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float16), np.dtype(np.int64), np.dtype(np.uint16))
+_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float16), np.dtype(np.int64), np.dtype(np.uint8))
 
 
 def json_bytes(obj: Any) -> bytes:
@@ -113,7 +113,7 @@ def load_json(data: bytes, where: str) -> dict[str, Any]:
 
 def load_arrays(data: bytes, where: str) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` archive, loaded with ``allow_pickle=False``; only finite
-    float64 / float16 and int64 / uint16 arrays are accepted."""
+    float64 / float16 and int64 / uint8 arrays are accepted."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
@@ -122,7 +122,7 @@ def load_arrays(data: bytes, where: str) -> dict[str, np.ndarray]:
     for name, array in arrays.items():
         if array.dtype not in _DTYPES:
             raise InputError.at(
-                where, None, None, f"array {name!r} has dtype {array.dtype} (need float64, float16, int64 or uint16)"
+                where, None, None, f"array {name!r} has dtype {array.dtype} (need float64, float16, int64 or uint8)"
             )
         if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise InputError.at(where, None, None, f"array {name!r} holds non-finite values")
