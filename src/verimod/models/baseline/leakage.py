@@ -13,7 +13,8 @@ canonical text (:func:`~verimod.models.baseline.charmap.canonical_text`) without
   redistribute): a 64-bit hash of the key (exact duplicates, exact up to hash collisions) and a
   MinHash signature of its character 3-gram set — :data:`PERMUTATIONS` hash functions
   ``(a·crc32(g) + b) mod (2⁶¹ − 1)``, seeded with :data:`SEED`, each minimum kept as its low
-  8 bits (two unrelated values agree by chance once in 256: far below the agreement needed). A text is an *approximate* near-duplicate when it shares an LSH band (
+  8 bits (two unrelated values agree by chance once in 256: far below the agreement needed).
+  A text is an *approximate* near-duplicate when it shares an LSH band (
   :data:`BANDS` bands of :data:`ROWS` values) with a training text and at least
   :data:`MIN_AGREEMENT` of their signature values agree (an estimate of the 3-gram Jaccard
   similarity; texts with ``fuzz.ratio ≥ 95`` have a Jaccard of about 0.8 or more). Neither the

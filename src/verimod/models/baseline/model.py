@@ -281,9 +281,13 @@ class BaselineModel:
         indices, values = indices[surface], values[surface]
         grams = [self.vectorizer.feature_name(k).removeprefix("w:") for k in indices.tolist()]
         locator = EvidenceLocator(text, norm, tokens)
-        cues = {}
+        cues: dict[str, list[str]] = {}
         harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
+        explicit = VOCABULARY["target_explicitness"][int(codes[_EXPL])] == "explicit"
         for k, f in enumerate(DISCRETE_FIELDS):
+            if (f == "category" and not harmful) or (f == "target_explicitness" and explicit):
+                cues[f] = []  # the rationale quotes no evidence for these decisions
+                continue
             # A harmful record's stance is fixed by the codebook: its evidence is the label's.
             source, code = ("label", int(codes[_LABEL])) if f == "stance" and harmful else (f, int(codes[k]))
             weights = self.classifiers[source].contributions(indices, values, code)

@@ -20,6 +20,7 @@ Contract of :class:`TextVectorizer`:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 import scipy.sparse as sp
@@ -112,11 +113,11 @@ class TextVectorizer:
 
     def column_ids(self, blocks: Sequence[Sequence[str]]) -> np.ndarray:
         """The columns of every feature occurrence (repeats kept) of one text's feature blocks."""
-        ids: list[int] = []
+        parts = []
         for block, feats in enumerate(blocks):
-            get = self.indices[block].get
-            ids.extend(i for i in map(get, feats) if i is not None)
-        return np.asarray(ids, dtype=np.int64)
+            found = np.fromiter(map(self.indices[block].get, feats, repeat(-1)), dtype=np.int64, count=len(feats))
+            parts.append(found[found >= 0])
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def transform_canonical(self, canonicals: Sequence[str]) -> tuple[sp.csr_matrix, list[list[str]]]:
         """Rows of canonical texts, and each text's jieba tokens."""
