@@ -28,6 +28,27 @@ def test_keys_and_signatures_are_deterministic():
     assert (minhash(HASHED) == minhash(STORED)).mean() < 0.5
 
 
+def test_signature_agreement_estimates_the_jaccard_similarity():
+    """Each of the 16 values must come from its own permutation: the share of agreeing values
+    tracks the 3-gram Jaccard similarity (an affine hash without wrap-around would make all 16
+    pick the same 3-gram, and any two texts sharing it would agree fully)."""
+    rng = np.random.default_rng(1)
+    alphabet = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    unrelated, half = [], []
+    for _ in range(60):
+        base = "".join(rng.choice(alphabet, 60))
+        other = "".join(rng.choice(alphabet, 60))
+        unrelated.append((minhash(base) == minhash(other)).mean())
+        grams_base = {base[i : i + 3] for i in range(58)}
+        mixed = base[:30] + other[:30]
+        grams_mixed = {mixed[i : i + 3] for i in range(58)}
+        jaccard = len(grams_base & grams_mixed) / len(grams_base | grams_mixed)
+        half.append((minhash(base) == minhash(mixed)).mean() - jaccard)
+    assert np.mean(unrelated) < 0.05  # chance agreement of 8-bit values: 1/256
+    assert abs(np.mean(half)) < 0.08  # unbiased estimate of the Jaccard similarity (about 0.34 here)
+    assert np.std(half) < 0.25  # 16 independent values: about 0.12; one value repeated 16 times: about 0.47
+
+
 def test_exact_near_and_approximate_matches():
     index = LeakageIndex.build([STORED], [HASHED])
     assert index.texts == [text_key(STORED)] and index.hashes.size == 1 and index.size == 2

@@ -11,8 +11,9 @@ canonical text (:func:`~verimod.models.baseline.charmap.canonical_text`) without
   set) are named by source and split and read back from the package; checked exactly too.
 - **Other texts** (the default model's COLD and SWSR training texts, which verimod may not
   redistribute): a 64-bit hash of the key (exact duplicates, exact up to hash collisions) and a
-  MinHash signature of its character 3-gram set — :data:`PERMUTATIONS` hash functions
-  ``(a·crc32(g) + b) mod (2⁶¹ − 1)``, seeded with :data:`SEED`, each minimum kept as its low
+  MinHash signature of its character 3-gram set — :data:`PERMUTATIONS` universal hash
+  functions ``(a·(crc32(g) mod p) + b) mod p``, p = 2³¹ − 1, with a and b drawn once from
+  ``numpy.random.default_rng(SEED)`` (the products stay below 2⁶⁴), each minimum kept as its low
   8 bits (two unrelated values agree by chance once in 256: far below the agreement needed).
   A text is an *approximate* near-duplicate when it shares an LSH band (
   :data:`BANDS` bands of :data:`ROWS` values) with a training text and at least
@@ -41,8 +42,8 @@ BANDS: Final = 8
 ROWS: Final = 2
 MIN_AGREEMENT: Final = 0.75
 SEED: Final = 20261201
-_PRIME: Final = (1 << 61) - 1
-_COEFFICIENTS: Final = np.random.default_rng(SEED).integers(1, 1 << 29, size=(2, PERMUTATIONS), dtype=np.uint64)
+_PRIME: Final = (1 << 31) - 1
+_COEFFICIENTS: Final = np.random.default_rng(SEED).integers(1, _PRIME, size=(2, PERMUTATIONS), dtype=np.uint64)
 
 
 def text_key(text: str) -> str:
@@ -61,7 +62,7 @@ def minhash(key: str) -> np.ndarray:
     itself when it is shorter)."""
     grams = {key[i : i + 3] for i in range(len(key) - 2)} or {key}
     hashes = np.fromiter(
-        (zlib.crc32(g.encode("utf-8", "surrogatepass")) for g in grams), dtype=np.uint64, count=len(grams)
+        (zlib.crc32(g.encode("utf-8", "surrogatepass")) % _PRIME for g in grams), dtype=np.uint64, count=len(grams)
     )
     a, b = _COEFFICIENTS
     values = (a[:, None] * hashes[None, :] + b[:, None]) % np.uint64(_PRIME)
