@@ -174,8 +174,8 @@ def _convert(
             fields.update(target=targets[0], target_explicitness="explicit")
         else:
             counts["target_not_in_text"] += 1
-        groups = {g.strip() for q in hateful for g in q["Group"].split(",")}
-        categories = {GROUP_CATEGORY[g] for g in groups if g in GROUP_CATEGORY}
+        named = {g.strip() for q in hateful for g in q["Group"].split(",")}
+        categories = {GROUP_CATEGORY[g] for g in named if g in GROUP_CATEGORY}
         if len(categories) == 1:
             fields["category"] = categories.pop()
         else:

@@ -137,16 +137,16 @@ class EvidenceLocator:
                 marks.append((first, stop, weight))
         marks.sort()
         merged: list[list[float]] = []
-        for i, j, w in marks:
-            if merged and i <= merged[-1][1] and max(j, merged[-1][1]) - merged[-1][0] <= max_chars:
-                merged[-1][1] = max(merged[-1][1], j)
+        for start, stop, w in marks:  # [start, stop, weight] of each merged segment
+            if merged and start <= merged[-1][1] and max(stop, merged[-1][1]) - merged[-1][0] <= max_chars:
+                merged[-1][1] = max(merged[-1][1], stop)
                 merged[-1][2] += w
             else:
-                merged.append([i, j, w])
+                merged.append([start, stop, w])
         merged.sort(key=lambda m: (-m[2], m[0]))
         cues: list[str] = []
-        for first, stop, _ in merged:
-            pieces = _CLAUSE.split(sanitize(self.text[int(first) : int(stop)]))
+        for segment in merged:
+            pieces = _CLAUSE.split(sanitize(self.text[int(segment[0]) : int(segment[1])]))
             cue = _trim(max(pieces, key=lambda piece: sum(map(is_word_char, piece))))
             if sum(map(is_word_char, cue)) >= 2 and cue not in cues:
                 cues.append(cue)

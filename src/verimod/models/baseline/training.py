@@ -193,10 +193,10 @@ def _train(
     # The rows each text-only field learns from (augmented copies train label and category).
     targets: dict[str, tuple[np.ndarray, list[str]]] = {}
     for f in ("label", "category"):
-        index = np.flatnonzero([learns(references[k], f) for k in origin])
-        targets[f] = (index, [str(getattr(references[origin[i]], f)) for i in index])
+        index = np.flatnonzero([learns(references[int(k)], f) for k in origin])
+        targets[f] = (index, [str(getattr(references[int(origin[i])], f)) for i in index])
     stance_index = np.flatnonzero([learns(r, "stance") for r in references])
-    targets["stance"] = (stance_index, [str(references[i].stance) for i in stance_index])
+    targets["stance"] = (stance_index, [str(references[int(i)].stance) for i in stance_index])
     targets = {f: v for f, v in targets.items() if v[0].size}
     if config.max_features and vectorizer.n_features > config.max_features:
         importance = np.zeros(vectorizer.n_features)
@@ -209,7 +209,7 @@ def _train(
     original_rows = text_rows[: len(texts)]
 
     # The span scorer learns from at most span_max_texts records with a target span.
-    with_target = [k for k, r in enumerate(references) if learns(r, "target") and r.target in r.text]
+    with_target = [k for k, r in enumerate(references) if learns(r, "target") and str(r.target) in r.text]
     if len(with_target) > config.span_max_texts:
         with_target = sorted(random.Random(seed).sample(with_target, config.span_max_texts))
     span_texts = [texts[k] for k in with_target]
@@ -237,14 +237,14 @@ def _train(
                 size = len(VOCABULARY[f])
                 clf = LinearSoftmax(f, np.zeros((size, vectorizer.n_features)), np.zeros(size))
         else:
-            index = [k for k in typed if learns(references[k], f)] if f not in TEXT_FIELDS else []
-            if not index:
+            carriers = [k for k in typed if learns(references[k], f)] if f not in TEXT_FIELDS else []
+            if not carriers:
                 clf = LinearSoftmax(f, np.zeros((len(VOCABULARY[f]), len(columns))), np.zeros(len(VOCABULARY[f])))
             else:
                 assert typed_features is not None
-                rows = typed_features[[position[k] for k in index]][:, columns]
-                y = [str(getattr(references[k], f)) for k in index]
-                clf = fit_linear_softmax(f, rows, y, config.c, config.class_weight, weights[index])
+                rows = typed_features[[position[k] for k in carriers]][:, columns]
+                y = [str(getattr(references[k], f)) for k in carriers]
+                clf = fit_linear_softmax(f, rows, y, config.c, config.class_weight, weights[carriers])
         full = np.zeros((clf.weights.shape[0], space.n_features))
         full[:, columns] = clf.weights
         if config.half_precision:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -77,14 +78,15 @@ class TextVectorizer:
         each text's column occurrences (for :meth:`rows_of` after :meth:`restrict`). With
         ``workers`` > 1 the texts are analysed by that many processes (same result)."""
         provisional: list[dict[str, int]] = [{} for _ in TEXT_BLOCKS]
-        per_text: list[list[np.ndarray]] = []
+        per_text: list[list[np.ndarray[Any, Any]]] = []
         for local_vocabularies, local_ids in _analyze(analyzer, texts, workers):
-            remaps = []
-            for block, names in enumerate(local_vocabularies):
+            to_global = []
+            for block, local_names in enumerate(local_vocabularies):
                 table = provisional[block]
                 setdefault = table.setdefault
-                remaps.append(np.fromiter((setdefault(n, len(table)) for n in names), dtype=np.int32, count=len(names)))
-            per_text.extend([remaps[b][ids[b]] for b in range(len(TEXT_BLOCKS))] for ids in local_ids)
+                size = len(local_names)
+                to_global.append(np.fromiter((setdefault(n, len(table)) for n in local_names), np.int32, count=size))
+            per_text.extend([to_global[b][ids[b]] for b in range(len(TEXT_BLOCKS))] for ids in local_ids)
         vocabularies: list[list[str]] = []
         remaps: list[np.ndarray] = []
         idf_parts: list[np.ndarray] = []
@@ -95,14 +97,14 @@ class TextVectorizer:
             for ids in per_text:
                 if ids[block].size:
                     df[np.unique(ids[block])] += 1
-            names = np.empty(len(table), dtype=object)
+            strings = np.empty(len(table), dtype=object)
             for name, k in table.items():
-                names[k] = name
+                strings[k] = name
             keep = np.flatnonzero(df >= min_df[block])
-            order = keep[np.argsort(names[keep].astype(str), kind="stable")] if keep.size else keep
+            order = keep[np.argsort(strings[keep].astype(str), kind="stable")] if keep.size else keep
             remap = np.full(len(table), -1, dtype=np.int64)
             remap[order] = offset + np.arange(order.size)
-            vocabularies.append([str(n) for n in names[order]])
+            vocabularies.append([str(n) for n in strings[order]])
             remaps.append(remap)
             idf_parts.append(np.log((1.0 + n_docs) / (1.0 + df[order].astype(np.float64))) + 1.0)
             offset += order.size
