@@ -49,7 +49,19 @@ def real(shared_data: Path, *parts: str) -> Path:
 
 
 def test_registry_lists_every_adapter_and_convert_checks_names_and_options(tmp_path):
-    assert adapters.names() == ["cold", "generic", "hatecheck", "jade", "safetybench-zh", "swsr", "varm-bench"]
+    assert adapters.names() == [
+        "cold",
+        "generic",
+        "hatecheck",
+        "jade",
+        "mhc",
+        "safetybench-zh",
+        "sghatecheck",
+        "state-toxicn",
+        "swsr",
+        "toxicn",
+        "varm-bench",
+    ]
     assert all(describe(name) for name in adapters.names())
     assert adapter_options("cold") == {
         "encoding": "auto",

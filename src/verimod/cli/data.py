@@ -367,7 +367,11 @@ def convert_command(
     out: Annotated[Path | None, typer.Argument(help="Output: VARM references (JSONL).")] = None,
     adapter: Annotated[
         str | None,
-        typer.Option("--from", help="cold | swsr | jade | safetybench-zh | hatecheck | varm-bench | generic"),
+        typer.Option(
+            "--from",
+            help="cold | swsr | toxicn | state-toxicn | mhc | sghatecheck | jade | safetybench-zh | hatecheck | "
+            "varm-bench | generic (see --list)",
+        ),
     ] = None,
     column_map: Annotated[
         str | None,
@@ -432,6 +436,8 @@ def convert_command(
     console.print("  fields: " + ", ".join(f"{f} {n}" for f, n in summary["fields"].items()), highlight=False)
     for note in summary["notes"]:
         console.print(f"  note: {one_line(note)}", highlight=False)
+    for conflict in summary["conflicts"]:
+        console.print(f"  convention conflict: {one_line(conflict)}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -171,6 +171,13 @@ def eval_command(
         ),
     ] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
+    leakage_check: Annotated[
+        bool,
+        typer.Option(
+            "--leakage-check/--no-leakage-check",
+            help="Warn when the texts near-duplicate the training texts of a baseline model.",
+        ),
+    ] = True,
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -237,6 +244,10 @@ def eval_command(
         mismatch = prompt_mismatch(settings.backend_options.adapter, template.sha256)
         if mismatch is not None:
             err_console.print(mismatch, highlight=False, markup=False, soft_wrap=True)
+        if leakage_check and hasattr(backend, "leakage_warning"):  # models that know their training texts
+            warning = backend.leakage_warning([r.sample_id for r in requests], [r.input_text or "" for r in requests])
+            if warning:
+                typer.echo(f"warning: {warning}", err=True)
         if not quiet:
             status = err_console if json_out == "-" else console  # stdout holds only the JSON then
             status.print(f"run {store.directory}: {len(requests)} sample(s) to request", highlight=False)

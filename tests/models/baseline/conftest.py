@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from verimod.cli import train
 from verimod.models.baseline import BaselineModel, BaselinePrediction, train_baseline
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.starter import load_starter
@@ -26,3 +29,21 @@ def starter_predictions(starter_model) -> list[tuple[VarmReference, BaselinePred
     """The model's prediction for every starter text (all splits)."""
     references = load_starter()
     return list(zip(references, starter_model.predict([r.text for r in references]), strict=True))
+
+
+@pytest.fixture
+def run():
+    """``verimod train …`` on a throwaway Typer app: ``run(*args)`` returns the CliRunner result."""
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    train.register(app)
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke

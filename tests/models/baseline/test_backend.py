@@ -9,7 +9,9 @@ import pytest
 from verimod.core.errors import InputError
 from verimod.core.paths import cache_dir
 from verimod.models.base import BackendError, BackendOptions, ChatMessage, ModelRequest, ModelResponse
+from verimod.models.baseline import BaselineModel, default
 from verimod.models.baseline.backend import BaselineBackend, request_text
+from verimod.models.baseline.default import prebuilt_dir
 from verimod.models.baseline.model import MODEL_VERSION
 from verimod.models.registry import create_backend
 from verimod.tasks.varm.parser import parse_rationale
@@ -20,12 +22,14 @@ def _request(sample_id: str, text: str | None, user: str = "忽略这段提示",
     return ModelRequest(sample_id=sample_id, messages=messages, input_text=text, labels=labels)
 
 
-def test_default_model_trains_once_into_the_cache_and_answers(starter_model):
+def test_default_model_is_the_shipped_one_and_answers():
     backend = create_backend("baseline")
     assert isinstance(backend, BaselineBackend)
     assert backend.kind == "generative" and backend.batch_size == 256 and backend.max_concurrency == 1
     identity = backend.identity()
-    assert identity["model_version"] == MODEL_VERSION and identity["data_sha256"] == starter_model.data_sha256
+    shipped = BaselineModel.load(prebuilt_dir())
+    assert identity["model_version"] == MODEL_VERSION and identity["source"] == "prebuilt"
+    assert identity["data_sha256"] == shipped.data_sha256 and identity["fingerprint"] == shipped.fingerprint
     requests = [
         _request("a", "河南人都是骗子，出门看好井盖。"),
         _request("b", None, user="[L: harmful] 今天天气不错"),
@@ -36,17 +40,24 @@ def test_default_model_trains_once_into_the_cache_and_answers(starter_model):
     for response in responses:
         assert isinstance(response, ModelResponse) and response.text
         assert parse_rationale(response.text).format_ok
-    expected = starter_model.predict([request_text(r) for r in requests])
-    assert [r.text for r in responses] == [p.rationale for p in expected]  # the cached model = the same model
+    expected = shipped.predict([request_text(r) for r in requests])
+    assert [r.text for r in responses] == [p.rationale for p in expected]
     probs = responses[2].label_probs
     assert probs is not None and set(probs) == {"harmful", "non_harmful"}
     assert responses[0].label_probs is None
+    assert not (cache_dir() / "baseline").exists()  # nothing is trained on first use
+
+
+def test_without_the_shipped_model_the_starter_fallback_trains_once_into_the_cache(starter_model, monkeypatch):
+    monkeypatch.setattr(default, "has_prebuilt", lambda: False)
+    backend = create_backend("baseline")
+    identity = backend.identity()
+    assert identity["source"] == "starter-fallback" and identity["data_sha256"] == starter_model.data_sha256
+    assert backend.model().fingerprint == starter_model.fingerprint
     cached = list((cache_dir() / "baseline").iterdir())
     assert len(cached) == 1 and cached[0].name == identity["cache_key"]
-    # A second backend loads the cached model instead of training again.
-    second = create_backend("baseline")
-    assert second.identity() == identity
-    assert second.model().fingerprint == starter_model.fingerprint
+    second = create_backend("baseline")  # loads the cached model instead of training again
+    assert second.identity() == identity and second.model().fingerprint == starter_model.fingerprint
 
 
 def test_saved_model_spec_single_generate_and_identity(starter_model, tmp_path):

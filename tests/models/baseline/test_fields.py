@@ -78,7 +78,7 @@ def test_linear_softmax_matches_sklearn_probabilities():
     rows = CharNgramVectorizer.fit(texts, 1, 2).transform(texts)
     y = [r.stance for r in references]
     ours = fit_linear_softmax("stance", rows, y, c=1.0)
-    sk = LogisticRegression(C=1.0, max_iter=5000, tol=1e-6).fit(rows, np.asarray(y))
+    sk = LogisticRegression(C=1.0, max_iter=2000, tol=1e-5).fit(rows, np.asarray(y))
     expected = sk.predict_proba(rows)
     columns = [VOCABULARY["stance"].index(c) for c in sk.classes_]
     np.testing.assert_allclose(np.exp(ours.log_proba(rows))[:, columns], expected, rtol=1e-9, atol=1e-12)
@@ -89,10 +89,61 @@ def test_binary_and_single_class_fields_and_unseen_values():
     texts = [r.text for r in references]
     rows = CharNgramVectorizer.fit(texts, 1, 2).transform(texts)
     label = fit_linear_softmax("label", rows, [r.label for r in references], c=1.0)
-    sk = LogisticRegression(C=1.0, max_iter=5000, tol=1e-6).fit(rows, [r.label for r in references])
+    sk = LogisticRegression(C=1.0, solver="liblinear", tol=1e-4, random_state=0)
+    sk.fit(rows, [r.label for r in references])
     np.testing.assert_allclose(np.exp(label.log_proba(rows))[:, 0], sk.predict_proba(rows)[:, 0], rtol=1e-9)
     only = fit_linear_softmax("target_type", rows, ["group"] * len(texts), c=1.0)
     probs = np.exp(only.log_proba(rows))
     assert np.all(probs[:, VOCABULARY["target_type"].index("group")] > 0.999)
     assert np.all(np.isfinite(only.log_proba(rows)))
     assert only.bias[0] == UNSEEN_LOGIT
+
+
+def test_chain_scores_and_label_first_decoding_by_brute_force():
+    from verimod.models.baseline.fields import decode_records, marginals, record_scores
+
+    rng = np.random.default_rng(3)
+    n = 300
+    log_probs = {}
+    for f in DISCRETE_FIELDS:
+        p = rng.dirichlet(np.ones(len(VOCABULARY[f])) * 0.7, size=n)
+        log_probs[f] = np.log(p)
+    allowed = rng.random((n, len(COMBOS))) > 0.2
+    allowed[:, 0] = True
+    scores = record_scores(log_probs)
+    best, posterior = decode_records(scores, allowed)
+    field_marginals = marginals(posterior)
+    harmful_code = VOCABULARY["label"].index("harmful")
+    for row in range(n):
+        # the chain factorisation, written out per record
+        expected = []
+        for codes in COMBOS:
+            t, e, s, lab, c = (int(x) for x in codes)
+            value = log_probs["target_type"][row, t] + log_probs["target_explicitness"][row, e]
+            value += log_probs["label"][row, lab]
+            value += log_probs["category"][row, c] if lab == harmful_code else log_probs["stance"][row, s]
+            expected.append(value)
+        np.testing.assert_allclose(scores[row], expected)
+        weights = np.where(allowed[row], np.exp(np.array(expected) - max(expected)), 0.0)
+        weights /= weights.sum()
+        np.testing.assert_allclose(posterior[row], weights, atol=1e-12)
+        p_harmful = weights[COMBOS[:, 3] == harmful_code].sum()
+        label = harmful_code if p_harmful >= 0.5 else 1 - harmful_code
+        candidates = [k for k in range(len(COMBOS)) if allowed[row, k] and COMBOS[k, 3] == label]
+        assert best[row] == max(candidates, key=lambda k: (expected[k], -k))
+        assert abs(field_marginals[3][row, harmful_code] - p_harmful) < 1e-12
+
+
+def test_a_spread_out_category_does_not_flip_a_probable_harmful_label():
+    from verimod.models.baseline.fields import decode_records, record_scores
+
+    uniform = {f: np.log(np.full((1, len(VOCABULARY[f])), 1 / len(VOCABULARY[f]))) for f in DISCRETE_FIELDS}
+    uniform["label"] = np.log(np.array([[0.6, 0.4]]))
+    category = np.full((1, 7), 1e-9)
+    category[0, :6] = 1 / 6  # six attack categories, equally likely
+    uniform["category"] = np.log(category)
+    stance = np.array([[1e-9, 1e-9, 1.0, 1e-9]])  # quote_or_report, surely, if non-harmful
+    uniform["stance"] = np.log(stance)
+    best, _ = decode_records(record_scores(uniform))
+    # the single most probable record is non-harmful (0.4 · 1 > 0.6 · 1/6), but P(harmful) = 0.6
+    assert VOCABULARY["label"][COMBOS[best[0], 3]] == "harmful"

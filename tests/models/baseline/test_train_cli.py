@@ -5,29 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from verimod.cli import train
 from verimod.models.baseline import BaselineModel
 from verimod.tasks.varm.starter import load_starter
-
-
-@pytest.fixture
-def run():
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """Root."""
-
-    train.register(app)
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-    return invoke
 
 
 @pytest.fixture
@@ -79,17 +59,21 @@ def test_help_has_an_example(run):
     assert result.exit_code == 0 and "Example:" in result.stdout
 
 
-def test_partial_references_are_refused_with_one_line(tmp_path, monkeypatch):
-    import typer
-    from typer.testing import CliRunner
-
-    from verimod.cli import train
-
-    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
-    app = typer.Typer()
-    train.register(app)
+def test_partial_references_train_the_fields_they_carry(run, tmp_path):
     data = tmp_path / "partial.jsonl"
-    data.write_text('{"id": "a", "text": "一条足够长的评论文本内容。", "label": "harmful"}\n', encoding="utf-8")
-    result = CliRunner().invoke(app, ["train", "baseline", "--data", str(data)])
-    assert result.exit_code == 2
-    assert "trains on complete records" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    data.write_text(
+        '{"id": "a", "text": "一条足够长的评论文本内容。", "label": "harmful"}\n'
+        '{"id": "b", "text": "今天天气很好，出去走走。", "label": "non_harmful"}\n',
+        encoding="utf-8",
+    )
+    result = run("train", "baseline", "--data", data, "--json", "-")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["trained_on"] == {
+        "target": 0,
+        "target_type": 0,
+        "target_explicitness": 0,
+        "stance": 0,
+        "label": 2,
+        "category": 0,
+    }

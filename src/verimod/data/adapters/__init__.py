@@ -1,8 +1,9 @@
 """Adapters that turn public data sets into (partial) VARM references.
 
 >>> from verimod.data.adapters import adapters, convert
->>> adapters.names()
-['cold', 'generic', 'hatecheck', 'jade', 'safetybench-zh', 'swsr', 'varm-bench']
+>>> adapters.names()  # doctest: +NORMALIZE_WHITESPACE
+['cold', 'generic', 'hatecheck', 'jade', 'mhc', 'safetybench-zh', 'sghatecheck', 'state-toxicn',
+ 'swsr', 'toxicn', 'varm-bench']
 
 ``convert(name, path, **options)`` runs one adapter and returns a :class:`ConversionResult`:
 the references, exact counts (rows read, records converted, records skipped by reason) and
@@ -21,7 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from verimod.core.errors import InputError, did_you_mean
-from verimod.data.adapters import cold, generic, hatecheck, jade, safetybench, swsr
+from verimod.data.adapters import (
+    cold,
+    generic,
+    hatecheck,
+    jade,
+    mhc,
+    safetybench,
+    sghatecheck,
+    state_toxicn,
+    swsr,
+    toxicn,
+)
 from verimod.data.adapters.base import Adapter, ConversionResult, adapters
 from verimod.data.adapters.generic import ColumnMap, parse_column_map
 
@@ -37,9 +49,13 @@ __all__ = [
     "generic",
     "hatecheck",
     "jade",
+    "mhc",
     "parse_column_map",
     "safetybench",
+    "sghatecheck",
+    "state_toxicn",
     "swsr",
+    "toxicn",
 ]
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -46,7 +46,9 @@ class ConversionResult:
     """The references an adapter made from a public data set, with exact counts and notes.
 
     ``notes`` state the mapping (which fields are annotated, which derived) and anything
-    noteworthy seen in the files; :meth:`field_counts` says how many records carry each field.
+    noteworthy seen in the files; ``conflicts`` every place where the source's convention
+    differs from the VARM codebook's (the source value is kept, never relabelled, with a count);
+    :meth:`field_counts` says how many records carry each field.
     """
 
     source: str
@@ -58,6 +60,7 @@ class ConversionResult:
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     encoding: str | None = None
+    conflicts: list[str] = field(default_factory=list)
 
     @property
     def converted(self) -> int:
@@ -87,6 +90,7 @@ class ConversionResult:
             "problems": [str(p) for p in self.problems],
             "fields": self.field_counts(),
             "notes": self.notes,
+            "conflicts": self.conflicts,
         }
 
 
@@ -148,6 +152,10 @@ class Builder:
     def note(self, text: str) -> None:
         """Add a note to the result."""
         self.result.notes.append(text)
+
+    def conflict(self, text: str) -> None:
+        """Report a convention conflict (the source value was kept)."""
+        self.result.conflicts.append(text)
 
     def add(self, path: str, line: int, data: dict[str, Any]) -> bool:
         """Validate ``data`` as a :class:`VarmReference` and keep it (False when it was refused)."""

@@ -14,14 +14,20 @@ Mapping:
 - meta.original: ``index``, ``weibo_id``, ``label``, ``category`` (MA / SCB / SO / SA), ``target``.
 - Dropped, never copied anywhere: the commenter's gender, location, like count and date, and
   every user column of the post file (personal data, not needed).
-- No split (SWSR defines none). id: ``swsr-<index>``.
+- split: SWSR defines none. ``split="verimod"`` sets each comment's split from verimod's split
+  of SWSR (``resources/splits/swsr.json``: train / dev / test, stratified, near-duplicates and
+  comments under one post kept in one split); ``split=PATH`` reads another file of that layout
+  (``{"train": [ids], "dev": [ids], "test": [ids]}``). A comment the file does not list gets no
+  split (counted in the notes). id: ``swsr-<index>``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from verimod.core.errors import InputError
 from verimod.data.adapters.base import (
     EMPTY_TEXT,
     Builder,
@@ -32,12 +38,15 @@ from verimod.data.adapters.base import (
     require_columns,
 )
 from verimod.data.records import OnError
+from verimod.resources import resource_path
 
 SOURCE = "swsr"
 POSTS_FILE = "SexWeibo.csv"
 LABELS = {"1": "harmful", "0": "non_harmful"}
 TARGETS = {"I": "single", "G": "group"}
 CATEGORIES = ("MA", "SCB", "SO", "SA")
+VERIMOD_SPLIT = "splits/swsr.json"
+SPLIT_NAMES = ("train", "dev", "test")
 COLUMNS = ("index", "weibo_id", "comment_text", "label", "category", "target")
 NOTES = (
     "label: annotated (1 sexist → harmful, 0 → non_harmful; SWSR annotates sexism only)",
@@ -55,12 +64,14 @@ def convert_swsr(
     on_error: OnError = "fail",
     posts: str | Path | None = None,
     derive_non_attack: bool = True,
+    split: str | None = None,
 ) -> ConversionResult:
     """Convert SWSR's SexComment.csv, with the parent posts as context; see the module docstring."""
     builder = Builder(SOURCE, on_error, NOTES)
     name = str(path)
+    splits = _split_table(split)
     parents = _posts(builder, Path(name), posts, encoding)
-    no_parent = 0
+    no_parent = unlisted = 0
     for line, record in builder.rows(path, encoding):
         if builder.result.read == 1:
             require_columns(name, 1, record, COLUMNS, "SWSR SexComment")
@@ -70,10 +81,34 @@ def convert_swsr(
         weibo_id = str(record["weibo_id"]).strip()
         context = parents.get(weibo_id) if parents is not None else None
         no_parent += parents is not None and context is None
-        builder.add(name, line, {**item, "context": context})
+        item_split = splits.get(item["id"]) if splits is not None else None
+        unlisted += splits is not None and item_split is None
+        builder.add(name, line, {**item, "context": context, "split": item_split})
     if no_parent:
         builder.note(f"{no_parent} comment(s) have no parent post in {POSTS_FILE}: no context")
+    if splits is not None:
+        builder.note(f"split: from {split} ({len(splits)} ids listed); {unlisted} comment(s) not listed: no split")
     return builder.finish()
+
+
+def _split_table(split: str | None) -> dict[str, str] | None:
+    """``{id: split}`` from verimod's SWSR split (``"verimod"``) or a split file (a path)."""
+    if split is None:
+        return None
+    path = resource_path(VERIMOD_SPLIT) if split == "verimod" else Path(split)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError.at(str(path), None, "split", f"cannot read the split file: {exc}") from None
+    table: dict[str, str] = {}
+    for name in SPLIT_NAMES:
+        ids = data.get(name, []) if isinstance(data, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise InputError.at(str(path), None, name, "expected a list of ids (swsr-<index>)")
+        for item in ids:
+            if table.setdefault(item, name) != name:
+                raise InputError.at(str(path), None, name, f"id {item!r} is listed in two splits")
+    return table
 
 
 def _posts(builder: Builder, comments: Path, posts: str | Path | None, encoding: str | None) -> dict[str, str] | None:

@@ -2,8 +2,8 @@
 
 Specs:
 
-- ``baseline``: the default model, trained on the bundled starter set's train split on first
-  use and cached (:mod:`verimod.models.baseline.default`); no server, no download;
+- ``baseline``: the default model, shipped prebuilt and trained on real data
+  (:mod:`verimod.models.baseline.default`); no server, no download;
 - ``baseline:DIR``: a model saved by ``verimod train baseline`` or
   :meth:`~verimod.models.baseline.model.BaselineModel.save` (loaded when the backend is
   created, so a bad folder fails at once with :class:`~verimod.core.errors.InputError`).
@@ -27,9 +27,9 @@ from typing import Any
 
 from verimod.models._local import check_options
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
-from verimod.models.baseline.default import cache_key, default_model, default_training_data
+from verimod.models.baseline.default import default_identity, default_model
+from verimod.models.baseline.leakage import leakage_message
 from verimod.models.baseline.model import MODEL_VERSION, BaselineModel, BaselinePrediction
-from verimod.models.baseline.training import training_data_sha256
 from verimod.models.registry import backends
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, VOCABULARY
 
@@ -74,14 +74,8 @@ class BaselineBackend(ModelBackend):
             self._model = BaselineModel.load(Path(name))
             self._identity = self._model_identity(self._model)
         else:
-            data_sha = training_data_sha256(default_training_data())
-            self._identity = {
-                "backend": self.prefix,
-                "model": "default",
-                "model_version": MODEL_VERSION,
-                "data_sha256": data_sha,
-                "cache_key": cache_key(data_sha),
-            }
+            self._identity = {"backend": self.prefix, "model": "default", "model_version": MODEL_VERSION}
+            self._identity.update(default_identity())
 
     def _model_identity(self, model: BaselineModel) -> dict[str, Any]:
         return {
@@ -93,8 +87,8 @@ class BaselineBackend(ModelBackend):
         }
 
     def identity(self) -> dict[str, Any]:
-        """Backend, model name, model version and training-data sha256 (plus the default
-        model's cache key or a saved model's file fingerprint)."""
+        """Backend, model name, model version and training-data sha256 (plus the model files'
+        fingerprint, or the cache key of the starter-trained fallback)."""
         return dict(self._identity)
 
     def model(self) -> BaselineModel:
@@ -103,6 +97,11 @@ class BaselineBackend(ModelBackend):
             if self._model is None:
                 self._model = default_model()
             return self._model
+
+    def leakage_warning(self, ids: Sequence[str], texts: Sequence[str]) -> str | None:
+        """A one-line warning when ``texts`` near-duplicate the model's training texts, else
+        None (:func:`~verimod.models.baseline.leakage.leakage_message`)."""
+        return leakage_message(self.model().leakage, ids, texts)
 
     def _predict(self, texts: list[str]) -> list[BaselinePrediction]:
         return self.model().predict(texts)

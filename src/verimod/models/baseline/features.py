@@ -30,7 +30,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -58,6 +58,11 @@ def normalize_text(text: str) -> str:
 _QUOTED: Final = re.compile(r"“[^“”]{1,60}”|「[^「」]{1,60}」|『[^『』]{1,60}』|\"[^\"]{1,60}\"|'[^']{1,60}'")
 QUOTE_PREFIX: Final = "q:"
 QUOTE_NGRAMS: Final = (2, 4)
+
+
+def quoted_spans(normalized: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every quoted passage, quotation marks included."""
+    return [m.span() for m in _QUOTED.finditer(normalized)]
 
 
 def mask_quotes(normalized: str) -> str:
@@ -179,6 +184,13 @@ class CharNgramVectorizer:
         return self.transform_normalized([normalize_text(t) for t in texts])
 
 
+class Columns(Protocol):
+    """Anything that makes a known number of feature columns (the text vectoriser)."""
+
+    @property
+    def n_features(self) -> int: ...
+
+
 #: Indicator columns describing the best target span: none, or its probability bin.
 SPAN_BINS: Final = (0.25, 0.5, 0.75)
 META_NAMES: Final = ("span:none", "span:p<0.25", "span:p<0.5", "span:p<0.75", "span:p>=0.75")
@@ -204,7 +216,7 @@ class FeatureSpace:
     other columns are zero.
     """
 
-    def __init__(self, text: CharNgramVectorizer, target: CharNgramVectorizer, target_weight: float) -> None:
+    def __init__(self, text: Columns, target: CharNgramVectorizer, target_weight: float) -> None:
         self.text = text
         self.target = target
         self.target_weight = float(target_weight)

@@ -10,6 +10,11 @@
   (L2, lbfgs; multinomial for three or more values) and exports its coefficients; a binary
   model ``sigmoid(w·x + c)`` becomes the rows ``[0, w]`` and biases ``[0, c]`` (the same
   probabilities as a two-way softmax).
+- :func:`record_scores` scores every consistent record under the chain factorisation used by
+  the model (category conditional on harmful, stance conditional on non-harmful);
+  :func:`decode_records` decides the label by its marginal, then picks the best allowed
+  record with that label, and gives the posterior, :func:`marginals`
+  the per-field probabilities of that posterior.
 - :data:`COMBOS` enumerates every combination of the five discrete fields that the codebook
   allows (``codebook_violations_of`` with a placeholder target, which is ``no_clear_target``
   exactly when the type is). :func:`joint_decode` returns, for each row, the combination that
@@ -76,9 +81,16 @@ class LinearSoftmax:
 
 
 def fit_linear_softmax(
-    field: str, features: sp.csr_matrix, y: Sequence[str], c: float, class_weight: str | None = None
+    field: str,
+    features: sp.csr_matrix,
+    y: Sequence[str],
+    c: float,
+    class_weight: str | None = None,
+    sample_weight: np.ndarray | None = None,
 ) -> LinearSoftmax:
-    """Train one field's classifier on TF-IDF rows and their gold values."""
+    """Train one field's classifier on feature rows, their gold values and optional per-row
+    weights. Binary problems use liblinear (fixed ``random_state``: deterministic), three or
+    more values multinomial lbfgs."""
     classes = VOCABULARY[field]
     weights = np.zeros((len(classes), features.shape[1]), dtype=np.float64)
     bias = np.full(len(classes), UNSEEN_LOGIT, dtype=np.float64)
@@ -90,9 +102,12 @@ def fit_linear_softmax(
         return LinearSoftmax(field, weights, bias)
     from sklearn.linear_model import LogisticRegression  # training only: prediction needs numpy alone
 
-    model = LogisticRegression(C=c, max_iter=5000, tol=1e-6, class_weight=class_weight)
+    if len(seen) == 2:
+        model = LogisticRegression(C=c, solver="liblinear", tol=1e-4, class_weight=class_weight, random_state=0)
+    else:
+        model = LogisticRegression(C=c, max_iter=2000, tol=1e-5, class_weight=class_weight)
     with threadpool_limits(limits=1):  # competing BLAS/OpenMP pools slow small problems tenfold
-        model.fit(features, np.asarray(y))
+        model.fit(features, np.asarray(y), sample_weight=sample_weight)
     learned = [classes.index(str(v)) for v in model.classes_]
     if len(learned) == 2:
         bias[learned[0]] = 0.0
@@ -119,3 +134,61 @@ def joint_decode(log_probs: Sequence[np.ndarray], allowed: np.ndarray | None = N
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)
     return np.asarray(scores.argmax(axis=1), dtype=np.int64)
+
+
+_STANCE, _LABEL, _CATEGORY = (DISCRETE_FIELDS.index(f) for f in ("stance", "label", "category"))
+_HARMFUL_COMBO: Final = COMBOS[:, _LABEL] == VOCABULARY["label"].index("harmful")
+
+
+def record_scores(log_probs: dict[str, np.ndarray]) -> np.ndarray:
+    """``(N, len(COMBOS))`` log-scores of every consistent record under the chain factorisation
+
+    ``P(record) ∝ P(type) · P(explicitness) · P(label) · [harmful: P(category | harmful);
+    non_harmful: P(stance | non_harmful)]``
+
+    — the codebook fixes the stance of a harmful record (attack_or_endorse) and the category of
+    a non-harmful one (non_attack), so those factors are 1. ``log_probs`` maps each discrete
+    field to ``(N, K_f)`` log-probabilities; ``category`` is read as conditional on harmful
+    and ``stance`` as conditional on non_harmful (their other values are ignored)."""
+    t, e = log_probs["target_type"], log_probs["target_explicitness"]
+    scores = t[:, COMBOS[:, 0]] + e[:, COMBOS[:, 1]] + log_probs["label"][:, COMBOS[:, _LABEL]]
+    conditional = np.where(
+        _HARMFUL_COMBO,
+        log_probs["category"][:, COMBOS[:, _CATEGORY]],
+        log_probs["stance"][:, COMBOS[:, _STANCE]],
+    )
+    return np.asarray(scores + conditional, dtype=np.float64)
+
+
+def decode_records(scores: np.ndarray, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise index into :data:`COMBOS` of the decided record, and the posterior over the
+    allowed records (softmax of ``scores``).
+
+    The label is decided first, by its marginal probability under the posterior (harmful
+    when ``P(harmful) ≥ 0.5``), then the most probable allowed record with that label is
+    taken (ties: the first in enumeration order). Deciding the label by its marginal rather
+    than by the single most probable record keeps a spread-out category (four attack categories
+    at 0.25 each) from turning a probably harmful comment into a non-harmful record."""
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    top = scores.max(axis=1, keepdims=True)
+    posterior = np.exp(scores - top)
+    posterior /= posterior.sum(axis=1, keepdims=True)
+    harmful = posterior[:, _HARMFUL_COMBO].sum(axis=1) >= 0.5
+    keep = np.where(harmful[:, None], _HARMFUL_COMBO[None, :], ~_HARMFUL_COMBO[None, :])
+    chosen = np.where(keep, scores, -np.inf)
+    # a row whose decided label has no allowed record keeps the overall best one
+    fallback = ~np.isfinite(chosen.max(axis=1))
+    chosen[fallback] = scores[fallback]
+    best = np.asarray(chosen.argmax(axis=1), dtype=np.int64)
+    return best, posterior
+
+
+def marginals(posterior: np.ndarray) -> list[np.ndarray]:
+    """Per discrete field, ``(N, K_f)`` marginal probabilities of a posterior over :data:`COMBOS`."""
+    out = []
+    for k, f in enumerate(DISCRETE_FIELDS):
+        table = np.zeros((len(VOCABULARY[f]), len(COMBOS)))
+        table[COMBOS[:, k], np.arange(len(COMBOS))] = 1.0
+        out.append(posterior @ table.T)
+    return out

@@ -2,19 +2,24 @@
 
 :meth:`BaselineModel.predict` (numpy only, no scikit-learn object):
 
-1. TF-IDF rows over character n-grams (:mod:`~verimod.models.baseline.features`) and the
-   best target span of the input (:mod:`~verimod.models.baseline.target`);
-2. per-field probabilities from five linear softmax classifiers (``probabilities`` of each
-   :class:`BaselinePrediction` are these *marginal* field probabilities); type and
-   explicitness also read the best span's characters and probability;
+1. the canonical text (:mod:`~verimod.models.baseline.charmap`) and its feature blocks
+   (:mod:`~verimod.models.baseline.views`: character n-grams and jieba words; pinyin,
+   initials and similar-shape views; stance and lexicon cues), as block-normalised TF-IDF rows
+   (:mod:`~verimod.models.baseline.vectorizer`), and the best target span of the input
+   (:mod:`~verimod.models.baseline.target`);
+2. per-field log-probabilities from five linear softmax classifiers; type and explicitness also
+   read the best span's characters and probability; ``category`` is conditional on harmful and
+   ``stance`` on non-harmful;
 3. for inputs that may have an implicit target, the nearest training implicit target;
-4. exact joint decoding of (type, explicitness, stance, label, category) under the codebook
-   (:func:`~verimod.models.baseline.fields.joint_decode`); ``explicit`` needs a candidate
-   span in the text, ``implicit`` a span or an implicit-map hit, ``no_clear_target`` is always
-   possible; the target is ``no_clear_target`` exactly when the type is;
-5. the anchored rationale quoting the input's cues (:mod:`~verimod.models.baseline.rationale`).
-   Every rationale is parsed back before it is returned; should it ever not reproduce the
-   record, a rationale without quotes is written instead (it always does).
+4. exact decoding of the most probable codebook-consistent record under the chain
+   factorisation of :func:`~verimod.models.baseline.fields.record_scores` (``explicit`` needs a
+   candidate span in the text, ``implicit`` a span or an implicit-map hit, ``no_clear_target``
+   is always possible); ``probabilities`` of each :class:`BaselinePrediction` are the
+   marginals of the posterior over the allowed records;
+5. the anchored rationale quoting the input's cues — whole jieba words, never fragments across
+   words (:mod:`~verimod.models.baseline.rationale`). Every rationale is parsed back before it is
+   returned; should it ever not reproduce the record, a rationale without quotes is written
+   instead (it always does).
 
 Saving and loading go through :mod:`~verimod.models.baseline.persist` (JSON + ``.npz``); the
 same model always gives the same bytes, and a loaded model predicts bit-identically.
@@ -29,23 +34,26 @@ from typing import Any, Final, Literal
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from verimod.core.errors import InputError
 from verimod.models.baseline import persist
-from verimod.models.baseline.features import BLOCKS, CharNgramVectorizer, FeatureSpace, normalize_chars
-from verimod.models.baseline.fields import COMBOS, LinearSoftmax, joint_decode
+from verimod.models.baseline.charmap import canonical_chars, default_charmap
+from verimod.models.baseline.features import BLOCKS, FeatureSpace
+from verimod.models.baseline.fields import COMBOS, LinearSoftmax, decode_records, marginals, record_scores
+from verimod.models.baseline.leakage import LeakageIndex
 from verimod.models.baseline.rationale import EvidenceLocator, sanitize, write_rationale
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer, admissible_target
+from verimod.models.baseline.vectorizer import TextVectorizer
+from verimod.models.baseline.views import TEXT_BLOCKS
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, NO_CLEAR_TARGET, VOCABULARY
 from verimod.tasks.varm.parser import parse_rationale
 from verimod.tasks.varm.schema import VarmRecord
 
 FORMAT_NAME: Final = "verimod-baseline"
-FORMAT_VERSION: Final = 1
-MODEL_VERSION: Final = "verimod-baseline/1"
+FORMAT_VERSION: Final = 2
+MODEL_VERSION: Final = "verimod-baseline/2"
 
-_TYPE, _EXPL = 0, 1  # columns of COMBOS
+_TYPE, _EXPL, _LABEL = 0, 1, 3  # columns of COMBOS
 _EXPLICIT = VOCABULARY["target_explicitness"].index("explicit")
 _NCT_TYPE = VOCABULARY["target_type"].index(NO_CLEAR_TARGET)
 
@@ -63,29 +71,47 @@ DEFAULT_BLOCKS: Final = {
 class BaselineConfig(BaseModel):
     """Training configuration (all of it enters the model's cache key and ``model.json``).
 
-    Text features: character n-grams ``ngram_min``–``ngram_max`` (with text boundaries when
-    ``bounds``; sublinear tf; n-grams in at least ``min_df`` texts; plus the quotation view
-    when ``quote_view``). Field classifiers: L2 logistic regression with inverse strength
-    ``c`` and ``class_weight``; ``blocks`` says which feature blocks each field reads, the
-    target block (``target_ngram_max``, scaled by ``target_weight``) describing the span the
-    extractor picked, cross-fitted over ``oof_folds`` folds for training. Span scorer: spans
-    up to ``span_max_len`` characters, ``span_c``, ``span_negatives`` random negatives per
-    text, at most ``span_max_texts`` training records (a seeded sample; the target-aware
-    classifiers train on the same sample). Implicit targets: cosine ``implicit_threshold``.
-    The defaults were chosen on the starter dev split and 5-fold cross-validation on its
-    train split.
+    Text features (:mod:`~verimod.models.baseline.views`): character n-grams
+    ``ngram_min``–``ngram_max`` (text boundaries when ``bounds``), jieba ``words``, the quotation
+    view (``quote_view``), the ``robust`` views and the stance/lexicon ``cues``; a feature is kept
+    when it occurs in at least ``min_df`` training texts (per block: surface, robust, cues); each
+    block is L2-normalised and weighted by ``block_weights``. After a first fit, the
+    ``max_features`` text columns with the largest weights (each field's weights scaled by its
+    largest) are kept and every classifier is refitted on them (0: no pruning).
+
+    Field classifiers: L2 logistic regression, inverse strength ``c_label`` for the label and
+    ``c`` for the others, ``class_weight``; each learns from the records that carry its field
+    (category from harmful records, stance from non-harmful ones). ``augment_rate`` of the
+    records with a label also train the label and category classifiers as an obfuscated copy
+    (:mod:`~verimod.models.baseline.augment`, ``augment_chars`` of their Han characters
+    rewritten). Weights are stored as float16 (``half_precision``).
+
+    Target: ``blocks`` says which feature blocks each field reads, the target block
+    (``target_ngram_max``, scaled by ``target_weight``) describing the span the extractor picked,
+    cross-fitted over ``oof_folds`` folds for training. Span scorer: spans up to
+    ``span_max_len`` characters, ``span_c``, ``span_negatives`` random negatives per text, at
+    most ``span_max_texts`` training records with a target span. Implicit targets: cosine
+    ``implicit_threshold``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     ngram_min: int = Field(1, ge=1, le=8)
-    ngram_max: int = Field(2, ge=1, le=8)
+    ngram_max: int = Field(3, ge=1, le=8)
     bounds: bool = True
-    sublinear_tf: bool = True
-    min_df: int = Field(1, ge=1)
+    words: bool = True
     quote_view: bool = True
+    robust: bool = True
+    cues: bool = True
+    min_df: tuple[int, int, int] = (3, 3, 1)
+    block_weights: tuple[float, float, float] = (1.0, 1.5, 1.0)
+    max_features: int = Field(50_000, ge=0)
+    c_label: float = Field(2.0, gt=0)
     c: float = Field(1.0, gt=0)
     class_weight: Literal["balanced"] | None = "balanced"
+    augment_rate: float = Field(1.0, ge=0.0, le=1.0)
+    augment_chars: float = Field(0.5, gt=0.0, le=1.0)
+    half_precision: bool = True
     target_ngram_max: int = Field(2, ge=1, le=8)
     target_weight: float = Field(0.7, gt=0)
     blocks: dict[str, tuple[str, ...]] = Field(default_factory=lambda: dict(DEFAULT_BLOCKS))
@@ -106,30 +132,24 @@ class BaselineConfig(BaseModel):
                 raise ValueError(f"blocks of {field_name}: 'text' and then any of {', '.join(BLOCKS)}")
         return value
 
-
-class _Meta(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    format: Literal["verimod-baseline"]
-    format_version: int
-    model_version: str
-    config: BaselineConfig
-    data_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    n_train: int = Field(ge=1)
-    seed: int
-    fields: dict[str, list[str]]
+    @field_validator("ngram_max")
+    @classmethod
+    def _ngram_order(cls, value: int, info: Any) -> int:
+        if value < info.data.get("ngram_min", 1):
+            raise ValueError("ngram_max must be at least ngram_min")
+        return value
 
 
 @dataclass(frozen=True)
 class BaselinePrediction:
     """One prediction: the record, its anchored rationale, and how it was reached.
 
-    ``probabilities[field][value]`` are the field classifiers' marginal probabilities (the
-    record is the most probable *consistent* combination, so it need not take every field's
-    argmax). ``target_source`` is ``"span"`` (a substring of the input), ``"implicit_map"``
-    (a training implicit target) or ``"none"`` (no_clear_target); ``target_score`` is the
-    span's probability among the input's candidates, or the implicit-map cosine similarity
-    (None for no_clear_target). ``cues`` are the quoted pieces of the input cited for each
+    ``probabilities[field][value]`` are the marginal probabilities of the posterior over the
+    consistent records (the record is the most probable one, so it need not take every field's
+    argmax). ``target_source`` is ``"span"`` (a substring of the input), ``"implicit_map"`` (a
+    training implicit target) or ``"none"`` (no_clear_target); ``target_score`` is the span's
+    probability among the input's candidates, or the implicit-map cosine similarity (None for
+    no_clear_target). ``cues`` are the quoted pieces of the input (whole words) cited for each
     field.
     """
 
@@ -141,6 +161,17 @@ class BaselinePrediction:
     cues: dict[str, list[str]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TrainingSummary:
+    """What a model was trained on: ``fields[field]`` records carried each field (augmented
+    copies not counted), ``augmented`` obfuscated copies, ``sources`` as the caller described
+    them (file, split, weight, records …)."""
+
+    fields: dict[str, int]
+    augmented: int = 0
+    sources: tuple[dict[str, Any], ...] = ()
+
+
 class BaselineModel:
     """A trained baseline model (see the module docstring). Build it with
     :func:`verimod.models.baseline.training.train_baseline` or :meth:`load`."""
@@ -148,6 +179,7 @@ class BaselineModel:
     def __init__(
         self,
         config: BaselineConfig,
+        vectorizer: TextVectorizer,
         space: FeatureSpace,
         classifiers: dict[str, LinearSoftmax],
         span_scorer: SpanScorer,
@@ -155,29 +187,42 @@ class BaselineModel:
         data_sha256: str,
         n_train: int,
         seed: int,
+        summary: TrainingSummary,
+        leakage: LeakageIndex,
     ) -> None:
         if set(classifiers) != set(DISCRETE_FIELDS):
             raise ValueError("one classifier per discrete field is needed")
         self.config = config
+        self.vectorizer = vectorizer
         self.space = space
-        self.vectorizer = space.text
         self.classifiers = classifiers
         self.span_scorer = span_scorer
         self.implicit_map = implicit_map
         self.data_sha256 = data_sha256
         self.n_train = n_train
         self.seed = seed
+        self.summary = summary
+        self.leakage = leakage
         self._files: dict[str, bytes] | None = None
 
     # ------------------------------------------------------------------ prediction
 
-    def predict(self, texts: Sequence[str]) -> list[BaselinePrediction]:
-        """Predict a record and write a rationale for each text (deterministic)."""
-        norms = [normalize_chars(t) for t in texts]
-        text_rows = self.vectorizer.transform_normalized(["".join(n) for n in norms])
+    def field_log_probs(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Each classifier's ``(N, K)`` log-probabilities (category given harmful, stance given
+        non-harmful), without decoding."""
+        canon = ["".join(canonical_chars(t)) for t in texts]
+        text_rows, _ = self.vectorizer.transform_canonical(canon)
         spans = [self.span_scorer.best_span(t) for t in texts]
         features = self.space.build(text_rows, spans)
-        log_probs = [self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS]
+        return {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
+
+    def predict(self, texts: Sequence[str]) -> list[BaselinePrediction]:
+        """Predict a record and write a rationale for each text (deterministic)."""
+        norms = [canonical_chars(t) for t in texts]
+        text_rows, tokens = self.vectorizer.transform_canonical(["".join(n) for n in norms])
+        spans = [self.span_scorer.best_span(t) for t in texts]
+        features = self.space.build(text_rows, spans)
+        log_probs = {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
         implicit = self.implicit_map.lookup(text_rows)
         allowed = np.ones((len(texts), len(COMBOS)), dtype=bool)
         needs_target = COMBOS[:, _TYPE] != _NCT_TYPE
@@ -186,18 +231,20 @@ class BaselineModel:
                 allowed[row] &= ~(needs_target & (COMBOS[:, _EXPL] == _EXPLICIT))
                 if hit is None:
                     allowed[row] &= ~needs_target
-        choice = COMBOS[joint_decode(log_probs, allowed)]
+        best, posterior = decode_records(record_scores(log_probs), allowed)
+        field_marginals = marginals(posterior)
+        choice = COMBOS[best]
         out = []
         for row, text in enumerate(texts):
             values = {f: VOCABULARY[f][choice[row, k]] for k, f in enumerate(DISCRETE_FIELDS)}
             target, source, score = self._target(values, spans[row], implicit[row])
             record = VarmRecord(target=target, **values)
-            cues = self._cues(text_rows, row, choice[row], text, norms[row])
+            cues = self._cues(text_rows, row, choice[row], text, norms[row], tokens[row])
             rationale = write_rationale(record, cues)
             if parse_rationale(rationale).values != tuple(record.model_dump().values()):  # pragma: no cover
                 cues, rationale = {}, write_rationale(record, {})
             probabilities = {
-                f: dict(zip(VOCABULARY[f], np.exp(log_probs[k][row]).tolist(), strict=True))
+                f: dict(zip(VOCABULARY[f], field_marginals[k][row].tolist(), strict=True))
                 for k, f in enumerate(DISCRETE_FIELDS)
             }
             out.append(BaselinePrediction(record, rationale, probabilities, source, score, cues))
@@ -220,16 +267,30 @@ class BaselineModel:
         return (target if admissible_target(target) else "某人"), "implicit_map", hit[1]
 
     def _cues(
-        self, text_rows: sp.csr_matrix, row: int, codes: np.ndarray, text: str, norm: list[str]
+        self,
+        text_rows: sp.csr_matrix,
+        row: int,
+        codes: np.ndarray,
+        text: str,
+        norm: list[str],
+        tokens: list[str],
     ) -> dict[str, list[str]]:
         start, end = text_rows.indptr[row], text_rows.indptr[row + 1]
         indices, values = text_rows.indices[start:end], text_rows.data[start:end]
-        vocabulary = self.vectorizer.vocabulary
-        grams = [vocabulary[k] for k in indices.tolist()]
-        locator = EvidenceLocator(text, norm)
-        cues = {}
+        surface = self.vectorizer.block_of[indices] == 0
+        indices, values = indices[surface], values[surface]
+        grams = [self.vectorizer.feature_name(k).removeprefix("w:") for k in indices.tolist()]
+        locator = EvidenceLocator(text, norm, tokens)
+        cues: dict[str, list[str]] = {}
+        harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
+        explicit = VOCABULARY["target_explicitness"][int(codes[_EXPL])] == "explicit"
         for k, f in enumerate(DISCRETE_FIELDS):
-            weights = self.classifiers[f].contributions(indices, values, int(codes[k]))
+            if (f == "category" and not harmful) or (f == "target_explicitness" and explicit):
+                cues[f] = []  # the rationale quotes no evidence for these decisions
+                continue
+            # A harmful record's stance is fixed by the codebook: its evidence is the label's.
+            source, code = ("label", int(codes[_LABEL])) if f == "stance" and harmful else (f, int(codes[k]))
+            weights = self.classifiers[source].contributions(indices, values, code)
             cues[f] = locator.segments(grams, weights)
         return cues
 
@@ -237,42 +298,31 @@ class BaselineModel:
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``model.json``."""
+        charmap = default_charmap()
         return {
             "format": FORMAT_NAME,
             "format_version": FORMAT_VERSION,
             "model_version": MODEL_VERSION,
-            "config": self.config.model_dump(),
+            "config": self.config.model_dump(mode="json"),
             "data_sha256": self.data_sha256,
             "n_train": self.n_train,
             "seed": self.seed,
             "fields": {f: list(VOCABULARY[f]) for f in DISCRETE_FIELDS},
+            "charmap": {"version": charmap.version, "sha256": charmap.sha256},
+            "trained_on": {
+                "fields": self.summary.fields,
+                "augmented": self.summary.augmented,
+                "sources": list(self.summary.sources),
+            },
+            "leakage": self.leakage.metadata(),
         }
 
     def files(self) -> dict[str, bytes]:
         """The bytes of the three model files (deterministic; computed once)."""
         if self._files is None:
-            arrays: dict[str, np.ndarray] = {"idf": self.vectorizer.idf}
-            for f in DISCRETE_FIELDS:
-                arrays[f"{f}.weights"] = self.classifiers[f].weights
-                arrays[f"{f}.bias"] = self.classifiers[f].bias
-            arrays["span.weights"] = self.span_scorer.weights
-            arrays["target_idf"] = self.space.target.idf
-            rows = self.implicit_map.rows
-            arrays["implicit.data"] = rows.data.astype(np.float64)
-            arrays["implicit.indices"] = rows.indices.astype(np.int64)
-            arrays["implicit.indptr"] = rows.indptr.astype(np.int64)
-            vocab = {
-                "ngrams": self.vectorizer.vocabulary,
-                "target_ngrams": self.space.target.vocabulary,
-                "span_features": self.span_scorer.features,
-                "span_lexicon": self.span_scorer.lexicon,
-                "implicit_targets": self.implicit_map.targets,
-            }
-            self._files = {
-                persist.MODEL_FILE: persist.json_bytes(self.metadata()),
-                persist.VOCAB_FILE: persist.json_bytes(vocab),
-                persist.ARRAYS_FILE: persist.npz_bytes(arrays),
-            }
+            from verimod.models.baseline.model_io import model_files
+
+            self._files = model_files(self)
         return self._files
 
     @property
@@ -291,69 +341,11 @@ class BaselineModel:
         """Load a saved model (no pickle); :class:`InputError` naming the file if it is not one."""
         path = Path(directory)
         files = persist.read_files(path)
-        model = _from_files(files, path)
+        from verimod.models.baseline.model_io import model_from_files
+
+        model = model_from_files(files, path)
         model._files = files
         return model
 
 
-def _from_files(files: dict[str, bytes], path: Path) -> BaselineModel:
-    meta_where, vocab_where, arrays_where = (str(path / name) for name in persist.FILES)
-    try:
-        meta = _Meta.model_validate(persist.load_json(files[persist.MODEL_FILE], meta_where))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InputError.at(meta_where, None, where or None, f"not a baseline model file: {first['msg']}") from None
-    if meta.format_version != FORMAT_VERSION or meta.model_version != MODEL_VERSION:
-        raise InputError.at(
-            meta_where,
-            None,
-            None,
-            f"model format {meta.format_version} / {meta.model_version} is not the one this verimod reads "
-            f"({FORMAT_VERSION} / {MODEL_VERSION}); retrain it with 'verimod train baseline'",
-        )
-    if meta.fields != {f: list(VOCABULARY[f]) for f in DISCRETE_FIELDS}:
-        raise InputError.at(meta_where, None, "fields", "field values differ from this verimod's codebook")
-    vocab = persist.load_json(files[persist.VOCAB_FILE], vocab_where)
-    lists = {}
-    for key in ("ngrams", "target_ngrams", "span_features", "span_lexicon", "implicit_targets"):
-        value = vocab.get(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InputError.at(vocab_where, None, key, "expected a list of strings")
-        lists[key] = value
-    arrays = persist.load_arrays(files[persist.ARRAYS_FILE], arrays_where)
-    config = meta.config
-    try:
-        vectorizer = CharNgramVectorizer(
-            lists["ngrams"],
-            arrays["idf"],
-            config.ngram_min,
-            config.ngram_max,
-            config.bounds,
-            config.sublinear_tf,
-            config.quote_view,
-        )
-        target = CharNgramVectorizer(
-            lists["target_ngrams"], arrays["target_idf"], 1, config.target_ngram_max, True, config.sublinear_tf
-        )
-        space = FeatureSpace(vectorizer, target, config.target_weight)
-        classifiers = {f: LinearSoftmax(f, arrays[f"{f}.weights"], arrays[f"{f}.bias"]) for f in DISCRETE_FIELDS}
-        for clf in classifiers.values():
-            if clf.weights.shape[1] != space.n_features:
-                raise ValueError(f"{clf.field} weights have {clf.weights.shape[1]} columns, not {space.n_features}")
-        span = SpanScorer(
-            lists["span_features"],
-            arrays["span.weights"],
-            lists["span_lexicon"],
-            config.span_max_len,
-        )
-        indptr, indices = arrays["implicit.indptr"], arrays["implicit.indices"]
-        if indices.size and (indices.min() < 0 or indices.max() >= vectorizer.n_features):
-            raise ValueError("implicit-target rows index columns outside the vocabulary")
-        rows = sp.csr_matrix(
-            (arrays["implicit.data"], indices, indptr), shape=(len(lists["implicit_targets"]), vectorizer.n_features)
-        )
-        implicit = ImplicitTargetMap(rows, lists["implicit_targets"], config.implicit_threshold)
-    except (KeyError, ValueError, IndexError) as exc:
-        raise InputError.at(arrays_where, None, None, f"inconsistent baseline model arrays: {exc}") from None
-    return BaselineModel(config, space, classifiers, span, implicit, meta.data_sha256, meta.n_train, meta.seed)
+__all__ = ["TEXT_BLOCKS", "BaselineConfig", "BaselineModel", "BaselinePrediction", "TrainingSummary"]

@@ -3,11 +3,14 @@
 A model directory holds three files:
 
 - ``model.json``: format name and version, model version, training configuration, the
-  training data's sha256, number of training items, seed and the value list of every field;
-- ``vocab.json``: the character n-gram vocabulary, span-scorer feature names, the target
-  lexicon and the implicit-target strings (lists of strings);
-- ``arrays.npz``: every numeric array (float64 / int64), written as an uncompressed zip with
-  fixed timestamps and sorted member names, so the same model always gives the same bytes.
+  training data's sha256, number of training items, seed, the value list of every field, the
+  character tables' version and sha256, what trained each field, the leakage index's summary;
+- ``vocab.json``: the text features by block, the cue lexicons and stance words the model was
+  trained with, the target n-grams, span-scorer feature names, the target lexicon, the
+  implicit-target strings, and the leakage index's stored texts and bundled sources;
+- ``arrays.npz``: every numeric array (float64, float16, int64 or uint8), written as an
+  uncompressed zip with fixed timestamps and sorted member names, so the same model always
+  gives the same bytes.
 
 JSON is written with sorted keys and no timestamps. Reading uses ``np.load(...,
 allow_pickle=False)`` and ``json.loads``; any missing file, wrong dtype or non-finite value
@@ -35,6 +38,7 @@ VOCAB_FILE: Final = "vocab.json"
 ARRAYS_FILE: Final = "arrays.npz"
 FILES: Final = (MODEL_FILE, VOCAB_FILE, ARRAYS_FILE)
 _ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
+_DTYPES: Final = (np.dtype(np.float64), np.dtype(np.float16), np.dtype(np.int64), np.dtype(np.uint8))
 
 
 def json_bytes(obj: Any) -> bytes:
@@ -109,15 +113,17 @@ def load_json(data: bytes, where: str) -> dict[str, Any]:
 
 def load_arrays(data: bytes, where: str) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` archive, loaded with ``allow_pickle=False``; only finite
-    float64 and int64 arrays are accepted."""
+    float64 / float16 and int64 / uint8 arrays are accepted."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
         raise InputError.at(where, None, None, f"not a readable .npz archive: {exc}") from None
     for name, array in arrays.items():
-        if array.dtype not in (np.float64, np.int64):
-            raise InputError.at(where, None, None, f"array {name!r} has dtype {array.dtype} (need float64 or int64)")
-        if array.dtype == np.float64 and not np.isfinite(array).all():
+        if array.dtype not in _DTYPES:
+            raise InputError.at(
+                where, None, None, f"array {name!r} has dtype {array.dtype} (need float64, float16, int64 or uint8)"
+            )
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
             raise InputError.at(where, None, None, f"array {name!r} holds non-finite values")
     return arrays

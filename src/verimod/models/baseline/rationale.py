@@ -9,14 +9,17 @@ so the input can never contribute a bracket (and hence never a spurious anchor).
 
 Evidence (:class:`EvidenceLocator`): the features of the input with the largest positive
 contribution to the decided value of a field (``x_k · (W[value, k] − mean W[:, k])``) are
-located in the input; overlapping or adjacent occurrences merge into segments of at most
-``max_chars`` characters of the *original* text, ranked by their summed contribution. The
-writer quotes the top segments as the cues of that decision.
+located in the input and widened to whole words (jieba's segmentation of the canonical text,
+mapped back to the original characters), so a cue never starts or ends inside a word;
+overlapping or adjacent occurrences merge into segments of at most ``max_chars`` characters of
+the *original* text, ranked by their summed contribution. The writer quotes the top segments
+as the cues of that decision.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Final
@@ -71,12 +74,12 @@ def _trim(text: str) -> str:
 
 
 class EvidenceLocator:
-    """Finds where n-grams of the normalised text occur in the original text, and turns the
-    best-weighted ones into quotable cues (see the module docstring)."""
+    """Finds where features of the canonical text occur in the original text, and turns the
+    best-weighted ones into quotable cues made of whole words (see the module docstring)."""
 
-    __slots__ = ("normalized", "starts", "text")
+    __slots__ = ("bounds", "normalized", "starts", "text")
 
-    def __init__(self, text: str, norm_chars: Sequence[str]) -> None:
+    def __init__(self, text: str, norm_chars: Sequence[str], tokens: Sequence[str] = ()) -> None:
         self.text = text
         self.normalized = "".join(norm_chars)
         self.starts: list[int] = []
@@ -84,6 +87,17 @@ class EvidenceLocator:
         for part in norm_chars:
             self.starts.append(offset)
             offset += len(part)
+        if tokens and sum(map(len, tokens)) == len(self.normalized):
+            cuts = itertools.accumulate(len(t) for t in tokens)
+            self.bounds = sorted({0, len(text), *(bisect.bisect_left(self.starts, p) for p in cuts)})
+        else:  # no segmentation: every character boundary is a word boundary
+            self.bounds = list(range(len(text) + 1))
+
+    def _words(self, i: int, j: int) -> tuple[int, int]:
+        """The smallest run of whole words of the original text covering ``[i, j)``."""
+        first = self.bounds[bisect.bisect_right(self.bounds, i) - 1]
+        last = self.bounds[min(bisect.bisect_left(self.bounds, j), len(self.bounds) - 1)]
+        return first, max(last, first + 1)
 
     def segments(
         self,
@@ -91,11 +105,14 @@ class EvidenceLocator:
         weights: np.ndarray,
         top_features: int = 8,
         top_segments: int = 2,
-        max_chars: int = 6,
+        max_chars: int = 8,
     ) -> list[str]:
-        """Quoted cues (sanitised substrings of the text, at least two letters or digits) for
-        n-grams ``grams`` weighted by their contributions ``weights``; n-grams of fewer than two
-        characters are skipped."""
+        """Quoted cues for features ``grams`` (character n-grams or words of the canonical text)
+        weighted by their contributions ``weights``: each located feature is widened to the
+        whole words it touches, neighbours merge while the result stays within ``max_chars``
+        characters, and a cue is a sanitised run of whole words with at least two letters or
+        digits (a single word longer than ``max_chars`` is left out, never cut). Features of
+        fewer than two characters, or not found in the text, are skipped."""
         positive = int(np.count_nonzero(weights > 0))
         if positive == 0:
             return []
@@ -115,19 +132,21 @@ class EvidenceLocator:
                 continue
             i = bisect.bisect_right(self.starts, p) - 1
             j = bisect.bisect_left(self.starts, p + len(core))
-            marks.append((max(i, 0), max(j, i + 1), weight))
+            first, stop = self._words(max(i, 0), max(j, i + 1))
+            if stop - first <= max_chars:
+                marks.append((first, stop, weight))
         marks.sort()
         merged: list[list[float]] = []
-        for i, j, w in marks:
-            if merged and i <= merged[-1][1] and max(j, merged[-1][1]) - merged[-1][0] <= max_chars:
-                merged[-1][1] = max(merged[-1][1], j)
+        for start, stop, w in marks:  # [start, stop, weight] of each merged segment
+            if merged and start <= merged[-1][1] and max(stop, merged[-1][1]) - merged[-1][0] <= max_chars:
+                merged[-1][1] = max(merged[-1][1], stop)
                 merged[-1][2] += w
             else:
-                merged.append([i, j, w])
+                merged.append([start, stop, w])
         merged.sort(key=lambda m: (-m[2], m[0]))
         cues: list[str] = []
-        for first, stop, _ in merged:
-            pieces = _CLAUSE.split(sanitize(self.text[int(first) : int(stop)][:max_chars]))
+        for segment in merged:
+            pieces = _CLAUSE.split(sanitize(self.text[int(segment[0]) : int(segment[1])]))
             cue = _trim(max(pieces, key=lambda piece: sum(map(is_word_char, piece))))
             if sum(map(is_word_char, cue)) >= 2 and cue not in cues:
                 cues.append(cue)

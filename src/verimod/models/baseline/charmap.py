@@ -1,0 +1,189 @@
+"""Canonical characters, pinyin and glyph groups: what makes the baseline's features robust to
+obfuscated spelling (谐音, 形近字, 繁体, pinyin, emoji, separators).
+
+The tables are bundled in ``resources/baseline/charmap.json`` (built by
+``datasets/baseline/build_charmap.py`` from OpenCC, pypinyin, pycorrector's similar-shape groups
+and the emoji package's CLDR Chinese names; none of those packages is needed at run time).
+
+Contract of :func:`canonical_chars` — one entry per character of the input, so that positions
+in the canonical text map back to the original (the canonical text is their concatenation):
+
+1. NFKC, then lower case (``Ａ`` → ``a``, ``①`` → ``1``);
+2. Traditional → Simplified, character by character (``蓋`` → ``盖``, ``噁`` → ``恶``);
+3. emoji → their CLDR Chinese name (``🐷`` → ``猪头``); variation selectors, skin-tone
+   modifiers, zero-width and other invisible format characters → ``""``;
+4. separators (``* / - · | _ . \\ ~ +`` and their full-width forms) standing between two Han
+   characters, possibly several in a row, → ``""`` (``傻*逼`` reads ``傻逼``).
+
+:func:`syllables` reads a canonical text as pinyin: each Han character by its first reading
+(toneless; a character without one stays itself), each run of Latin letters (tone marks
+removed) split into pinyin syllables by the longest match from the left when it splits
+completely, else kept whole and marked ``~`` (``sb``, ``nmsl``: read as initials). Anything
+else ends a run. :func:`initial` is a syllable's first letter (``zh``/``ch``/``sh`` → ``z``/``c``/``s``,
+as abbreviations write them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final
+
+from verimod.resources import resource_path
+
+CHARMAP_RESOURCE: Final = "baseline/charmap.json"
+SEPARATORS: Final = frozenset("*/-·|_.\\~+＊／－｜＿．＼～＋・•")
+_INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me"})
+_LATIN_RUN: Final = re.compile(r"[a-z]+")
+#: One pinyin syllable at most this long.
+_MAX_SYLLABLE: Final = 6
+
+
+@dataclass(frozen=True)
+class CharMap:
+    """The bundled tables (see the module docstring); ``sha256`` is that of the JSON file."""
+
+    version: str
+    sha256: str
+    t2s: dict[str, str]
+    pinyin: dict[str, str]  # character -> toneless syllable
+    syllable_set: frozenset[str]
+    glyph: dict[str, tuple[int, ...]]  # character -> ids of the similar-shape groups it is in
+    emoji: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def default_charmap() -> CharMap:
+    """The bundled character tables (read once)."""
+    raw = resource_path(CHARMAP_RESOURCE).read_bytes()
+    data = json.loads(raw.decode("utf-8"))
+    pinyin = {ch: syllable for syllable, chars in data["pinyin"].items() for ch in chars}
+    glyph: dict[str, list[int]] = {}
+    for gid, group in enumerate(data["glyph_groups"]):
+        for ch in group:
+            glyph.setdefault(ch, []).append(gid)
+    return CharMap(
+        version=data["version"],
+        sha256=hashlib.sha256(raw).hexdigest(),
+        t2s=data["t2s"],
+        pinyin=pinyin,
+        syllable_set=frozenset(data["pinyin"]),
+        glyph={ch: tuple(ids) for ch, ids in glyph.items()},
+        emoji=data["emoji"],
+    )
+
+
+def is_han(ch: str) -> bool:
+    """A Han ideograph of the BMP unified / compatibility blocks or extension A (or 〇)."""
+    o = ord(ch) if len(ch) == 1 else -1
+    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF or o == 0x3007
+
+
+@lru_cache(maxsize=1 << 16)
+def _canonical_char(ch: str) -> str:
+    table = default_charmap()
+    if ch in table.emoji:
+        return table.emoji[ch]
+    if unicodedata.category(ch) in _INVISIBLE_CATEGORIES or 0x1F3FB <= ord(ch) <= 0x1F3FF:
+        return ""
+    out = unicodedata.normalize("NFKC", ch).lower()
+    if len(out) == 1:
+        return table.t2s.get(out, out)
+    return "".join(table.t2s.get(c, c) for c in out)
+
+
+def canonical_chars(text: str) -> list[str]:
+    """The canonical form of each character of ``text`` (same length; module docstring)."""
+    out = [_canonical_char(ch) for ch in text]
+    size = len(out)
+    i = 0
+    while i < size:
+        if text[i] in SEPARATORS:
+            j = i
+            while j < size and text[j] in SEPARATORS:
+                j += 1
+            left = next((out[k] for k in range(i - 1, -1, -1) if out[k]), "")
+            right = next((out[k] for k in range(j, size) if out[k]), "")
+            if left and right and is_han(left[-1]) and is_han(right[0]):
+                for k in range(i, j):
+                    out[k] = ""
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def canonical_text(text: str) -> str:
+    """The canonical text: the concatenation of :func:`canonical_chars`."""
+    return "".join(canonical_chars(text))
+
+
+@lru_cache(maxsize=1 << 15)
+def _split_latin(run: str) -> tuple[str, ...] | None:
+    """``run`` as pinyin syllables (longest match from the left), or None when it does not split."""
+    syllables = default_charmap().syllable_set
+    out: list[str] = []
+    i = 0
+    while i < len(run):
+        for n in range(min(_MAX_SYLLABLE, len(run) - i), 0, -1):
+            if run[i : i + n] in syllables:
+                out.append(run[i : i + n])
+                i += n
+                break
+        else:
+            return None
+    return tuple(out)
+
+
+def _strip_marks(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c) != "Mn")
+
+
+def syllables(canonical: str) -> list[list[str]]:
+    """Runs of pinyin tokens of a canonical text (module docstring); initials-only Latin runs
+    are single tokens starting with ``~``."""
+    pinyin = default_charmap().pinyin
+    runs: list[list[str]] = []
+    current: list[str] = []
+    i, size = 0, len(canonical)
+    while i < size:
+        ch = canonical[i]
+        if ch in pinyin:
+            current.append(pinyin[ch])
+            i += 1
+            continue
+        if (ch.isascii() and ch.isalpha()) or unicodedata.category(ch) == "Ll":
+            j = i
+            while j < size and (canonical[j].isalpha() and (canonical[j].isascii() or not is_han(canonical[j]))):
+                j += 1
+            for run in _LATIN_RUN.findall(_strip_marks(canonical[i:j])):
+                split = _split_latin(run)
+                current.extend(split if split is not None else (f"~{run}",))
+            i = j
+            continue
+        if ch.isspace() and current and i + 1 < size and canonical[i + 1].isascii() and canonical[i + 1].isalpha():
+            i += 1  # "he nan ren": spaces between Latin syllables do not end the run
+            continue
+        if current:
+            runs.append(current)
+            current = []
+        i += 1
+    if current:
+        runs.append(current)
+    return runs
+
+
+def initial(syllable: str) -> str:
+    """The abbreviation letter of a syllable (``shi`` → ``s``); ``~run`` tokens give their letters."""
+    if syllable.startswith("~"):
+        return syllable[1:]
+    return syllable[0]
+
+
+def glyph_groups(ch: str) -> tuple[int, ...]:
+    """Ids of the similar-shape groups ``ch`` belongs to (empty when none)."""
+    return default_charmap().glyph.get(ch, ())

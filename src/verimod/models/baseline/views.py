@@ -1,0 +1,199 @@
+"""The text features of the baseline's field classifiers: several *views* of one comment.
+
+:class:`TextAnalyzer` turns a text into feature strings, each in one of three blocks
+(:data:`TEXT_BLOCKS`), which :class:`~verimod.models.baseline.features.TextVectorizer` weighs
+and L2-normalises separately:
+
+- ``surface``: character n-grams (``ngram_min``–``ngram_max``, with the text boundaries
+  ``\\x02``/``\\x03``) of the canonical text (:func:`~verimod.models.baseline.charmap.canonical_chars`),
+  the jieba words of two or more characters (``w:``), and, with ``quote_view``, the character
+  2–4-grams around quoted passages (``q:``; ``骂“〃”``, ``“〃”这种话``);
+- ``robust``: what survives spelling obfuscation — pinyin syllable bigrams (``p:sha bi``; so
+  ``傻逼`` = ``沙比`` = ``sha bi``), initial-letter bigrams and trigrams (``i:sb``; so ``你妈``
+  = ``nm``), and bigrams of adjacent Han characters with each character in a similar-shape group read as
+  that group (``g:#17心``; so ``恶心`` ≈ ``垩心``);
+- ``cues``: stance and lexicon cues (``s:``/``lex:``): the families of the cue lexicons
+  (by default the bundled ones of :mod:`verimod.tasks.varm.cue_lexicons`; a model stores the
+  lists it was trained with) found in the text, found inside quotation marks, and
+  the stance words of ``resources/baseline/stance_cues.json`` — reporting verbs, negation,
+  second-person address, denunciation, first person — alone and next to an abuse or identity
+  cue (a negation or reporting verb up to :data:`WINDOW` characters before it, a second-person
+  word anywhere in the comment, a denunciation word anywhere).
+
+Every feature string is a pure function of the text and the bundled tables: the same text
+always gives the same features, in the same order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, Final
+
+from verimod.models.baseline.charmap import glyph_groups, initial, is_han, syllables
+from verimod.models.baseline.features import char_ngrams, quoted_spans
+from verimod.resources import resource_path
+from verimod.tasks.varm.cue_lexicons import CueMatcher, Lexicon, default_lexicons
+
+#: Feature blocks of the text, in column order.
+TEXT_BLOCKS: Final = ("surface", "robust", "cues")
+STANCE_RESOURCE: Final = "baseline/stance_cues.json"
+#: A stance word counts as next to a cue when it starts at most this many characters before it.
+WINDOW: Final = 6
+_ABUSE_FAMILIES: Final = frozenset({"general_abuse"})
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> Any:
+    """jieba's tokenizer with its default dictionary, loaded once (quietly)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    return tokenizer
+
+
+def words(text: str) -> list[str]:
+    """jieba's segmentation of ``text`` (dictionary words only, no HMM guessing): the tokens,
+    whose concatenation is ``text``."""
+    if not text:
+        return []
+    return list(_tokenizer().cut(text, HMM=False))
+
+
+def word_bounds(text: str) -> list[int]:
+    """Offsets of the word boundaries of ``text`` (0 and ``len(text)`` included)."""
+    bounds = [0]
+    for token in words(text):
+        bounds.append(bounds[-1] + len(token))
+    return bounds
+
+
+class StanceLexicon:
+    """Stance word lists by kind (``resources/baseline/stance_cues.json``), matched longest first."""
+
+    def __init__(self, version: str, kinds: dict[str, Sequence[str]]) -> None:
+        self.version = version
+        self.kinds: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in kinds.items()}
+        self.kind_of: dict[str, str] = {}
+        for kind, terms in self.kinds.items():
+            for term in terms:
+                self.kind_of.setdefault(term, kind)
+        alternatives = sorted(self.kind_of, key=lambda t: (-len(t), t))
+        self.pattern = re.compile("|".join(map(re.escape, alternatives))) if alternatives else re.compile(r"(?!)")
+
+    def to_json(self) -> dict[str, Any]:
+        """The lists, as stored in a model."""
+        return {"version": self.version, "kinds": {k: list(v) for k, v in self.kinds.items()}}
+
+
+@lru_cache(maxsize=1)
+def default_stance_lexicon() -> StanceLexicon:
+    """The bundled stance words."""
+    data = json.loads(resource_path(STANCE_RESOURCE).read_text(encoding="utf-8"))
+    return StanceLexicon(data["version"], {k: v for k, v in data.items() if not k.startswith("_") and k != "version"})
+
+
+def cue_features(canonical: str, matcher: CueMatcher, stance: StanceLexicon) -> list[str]:
+    """The ``cues`` block of a canonical text (module docstring)."""
+    hits = matcher.find(canonical)
+    quotes = quoted_spans(canonical)
+    out: list[str] = []
+    cue_starts: list[tuple[int, bool]] = []  # (start, is an abuse cue)
+    for hit in hits:
+        family = hit.family
+        out.append(f"lex:{family}")
+        inside = any(a <= hit.start < b for a, b in quotes)
+        if inside:
+            out.append(f"lex:{family}:quoted")
+        cue_starts.append((hit.start, family in _ABUSE_FAMILIES))
+    found: dict[str, list[int]] = {}
+    for match in stance.pattern.finditer(canonical):
+        found.setdefault(stance.kind_of[match.group()], []).append(match.start())
+    for kind, starts in found.items():
+        out.append(f"s:{kind}")
+        for start, abusive in cue_starts:
+            what = "abuse" if abusive else "identity"
+            if kind in ("report", "negation") and any(0 <= start - s <= WINDOW for s in starts):
+                out.append(f"s:{kind}>{what}")
+            elif kind in ("second_person", "denounce", "self"):
+                out.append(f"s:{kind}+{what}")
+    if quotes:
+        out.append("s:quotation")
+    return out
+
+
+class TextAnalyzer:
+    """Feature strings of a text, by block (module docstring)."""
+
+    def __init__(
+        self,
+        ngram_min: int = 1,
+        ngram_max: int = 3,
+        bounds: bool = True,
+        words: bool = True,
+        quote_view: bool = True,
+        robust: bool = True,
+        cues: bool = True,
+        lexicons: Sequence[Lexicon] | None = None,
+        stance: StanceLexicon | None = None,
+    ) -> None:
+        if not 1 <= ngram_min <= ngram_max:
+            raise ValueError("need 1 <= ngram_min <= ngram_max")
+        self.ngram_min = ngram_min
+        self.ngram_max = ngram_max
+        self.bounds = bounds
+        self.use_words = words
+        self.quote_view = quote_view
+        self.robust = robust
+        self.cues = cues
+        self.lexicons: tuple[Lexicon, ...] = tuple(default_lexicons() if lexicons is None else lexicons)
+        self.stance = default_stance_lexicon() if stance is None else stance
+        self.matcher = CueMatcher(self.lexicons)
+
+    def features(self, canonical: str) -> tuple[tuple[list[str], list[str], list[str]], list[str]]:
+        """``((surface, robust, cues), tokens)``: the feature strings of a canonical text by
+        block, and its jieba tokens (whose concatenation is the text; empty without ``words``)."""
+        surface = char_ngrams(canonical, self.ngram_min, self.ngram_max, self.bounds, self.quote_view)
+        tokens = words(canonical) if self.use_words else []
+        surface.extend("w:" + w for w in tokens if len(w) >= 2 and not w.isspace())
+        robust = robust_features(canonical) if self.robust else []
+        cues = cue_features(canonical, self.matcher, self.stance) if self.cues else []
+        return (surface, robust, cues), tokens
+
+    def settings(self) -> dict[str, Any]:
+        """The analyser's options (what a saved model records besides its lexicons)."""
+        return {
+            "ngram_min": self.ngram_min,
+            "ngram_max": self.ngram_max,
+            "bounds": self.bounds,
+            "words": self.use_words,
+            "quote_view": self.quote_view,
+            "robust": self.robust,
+            "cues": self.cues,
+        }
+
+
+def robust_features(canonical: str) -> list[str]:
+    """The ``robust`` block of a canonical text (module docstring)."""
+    out: list[str] = []
+    for run in syllables(canonical):
+        out.extend(f"p:{a} {b}" for a, b in itertools.pairwise(run))
+        letters = "".join(initial(s) for s in run)
+        out.extend("i:" + letters[k : k + 2] for k in range(len(letters) - 1))
+        out.extend("i:" + letters[k : k + 3] for k in range(len(letters) - 2))
+    previous: tuple[str, ...] = ()
+    for ch in canonical:
+        if not is_han(ch):
+            previous = ()
+            continue
+        groups = glyph_groups(ch)
+        current = tuple(f"#{gid}" for gid in groups) if groups else (ch,)
+        out.extend(f"g:{a}{b}" for a in previous for b in current if a[0] == "#" or b[0] == "#")
+        previous = current
+    return out
