@@ -52,7 +52,7 @@ from verimod.models.base import ChatMessage, GenerationParams, ModelBackend, Mod
 from verimod.resources import resource_path
 from verimod.tasks.softhate.groups import GroupTaxonomy, slug
 from verimod.tasks.softhate.prompts import field_schema
-from verimod.tasks.softhate.schema import Language, Standpoint, TargetGroup
+from verimod.tasks.softhate.schema import Gold, Language, Standpoint, TargetGroup
 from verimod.tasks.softhate.scorers import NliScorer, ScoringError, hashed_key
 from verimod.tasks.softhate.seed_selection import select_medoids, select_medoids_async
 from verimod.tasks.softhate.seed_similarity import Embedder
@@ -71,14 +71,17 @@ AsyncEntailment = Callable[[str, str], Awaitable[float]]
 
 @dataclass(frozen=True)
 class StandpointPrompt:
-    """The bundled extraction prompt: its version and a (system, user) template per language."""
+    """The bundled extraction prompt: its version and a (system, user) template per language,
+    for hate seeds (``languages``: the hostile standpoint) and for non-hate control seeds
+    (``claims``: the claim the text makes about a group)."""
 
     version: str
     languages: Mapping[str, tuple[str, str]]
+    claims: Mapping[str, tuple[str, str]]
 
-    def messages(self, text: str, language: Language = "en") -> tuple[ChatMessage, ...]:
+    def messages(self, text: str, language: Language = "en", polarity: Gold = "hate") -> tuple[ChatMessage, ...]:
         """The chat messages asking about ``text`` (inserted verbatim; ``$`` in it is not read)."""
-        system, user = self.languages[language]
+        system, user = (self.languages if polarity == "hate" else self.claims)[language]
         body = Template(user).substitute(text=text)
         head = (ChatMessage(role="system", content=system),) if system else ()
         return (*head, ChatMessage(role="user", content=body))
@@ -89,7 +92,8 @@ def standpoint_prompt() -> StandpointPrompt:
     """The bundled prompt (``resources/softhate/standpoint_prompt.json``)."""
     data = json.loads(resource_path(PROMPT_RESOURCE).read_text(encoding="utf-8"))
     languages = {name: (block.get("system", ""), block["user"]) for name, block in data["languages"].items()}
-    return StandpointPrompt(version=data["version"], languages=languages)
+    claims = {name: (block.get("system", ""), block["user"]) for name, block in data["claims"].items()}
+    return StandpointPrompt(version=data["version"], languages=languages, claims=claims)
 
 
 @dataclass(frozen=True)
@@ -144,11 +148,13 @@ async def extract_standpoints(
     backend: ModelBackend,
     *,
     language: Language = "en",
+    polarity: Gold = "hate",
     params: GenerationParams | None = None,
     engine: EngineConfig | None = None,
     cache: ResponseCache | None = None,
 ) -> list[Extraction]:
-    """One :class:`Extraction` per item, in input order (module docstring).
+    """One :class:`Extraction` per item, in input order (module docstring); ``polarity``
+    ``non_hate`` asks for the claim of a non-hate control seed instead of a hostile standpoint.
 
     ``params`` default to temperature 0, 256 tokens, seed 0; the JSON schema of the answer is
     added as structured output unless ``params`` already carry one. Item ids must be unique
@@ -165,7 +171,7 @@ async def extract_standpoints(
     if generation.structured is None:
         generation = generation.model_copy(update={"structured": structured})
     requests = [
-        ModelRequest(sample_id=item.id, messages=prompt.messages(item.text, language), params=generation)
+        ModelRequest(sample_id=item.id, messages=prompt.messages(item.text, language, polarity), params=generation)
         for item in items
     ]
     outcomes: dict[str, Outcome] = {}
