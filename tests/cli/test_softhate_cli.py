@@ -354,7 +354,9 @@ HARD = [
 def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
     out = built["out"]
     hard = write_lines(tmp_path / "hard.jsonl", [
-        {"id": i, "text": f"hard text {i}", "tier": "hard", "domain": d, "group": g} for i, d, g, _ in HARD
+        {"id": i, "text": f"hard text {i}", "tier": "hard", "domain": d, "group": g}
+        | ({"standpoint_id": "sp1"} if i == "h1" else {})  # h1 is sp1's seed: its soft items pair with it
+        for i, d, g, _ in HARD
     ] + [
         {"id": "c1", "text": "a friendly control", "gold": "non_hate"},
         {"id": "c2", "text": "another control", "gold": "non_hate"},
@@ -367,11 +369,14 @@ def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
         "sp1/analogy/softhv": "I cannot decide",
         "c1": "safe", "c2": "hateful",
         "sp1/analogy#E+D": "safe", "sp1/analogy#E+D+P": "safe", "sp1/analogy#E+D+P+M": "hateful",
+        "sp1/analogy/softgv#E+D": "safe", "sp1/analogy/softgv#E+D+P": "hateful",
+        "sp1/analogy/softgv#E+D+P+M": "hateful",
+        "sp1/analogy/softhv#E+D": "safe", "sp1/analogy/softhv#E+D+P": "safe", "sp1/analogy/softhv#E+D+P+M": "safe",
     })  # fmt: skip
     judged = tmp_path / "judged.jsonl"
     result = cli("softhate", "evaluate", *items, "-o", judged, "-m", detector, "--runs", "2", "--ablation")
     assert result.exit_code == 0, result.stderr
-    assert len(lines(judged)) == (6 + 3 + 3) * 2
+    assert len(lines(judged)) == (6 + 3 + 3 * 3) * 2  # the scaffold on all three soft tiers
     # A second detector, written by hand, that disagrees between its two runs.
     other = write_lines(tmp_path / "other.jsonl", [
         {"item_id": i, "run": r, "model": "other", "label": "hate" if (r == 0 or i == "h1") else "non_hate"}
@@ -397,8 +402,19 @@ def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
     assert scripted_report["by_tier_domain"]["hard/nationality_region"]["mean"] == 0.5
     assert scripted_report["specificity"]["mean"] == 0.5
     assert scripted_report["hsr"]["mean"] == pytest.approx(4 / 7)
-    ablation = {a["condition"]: a["hsr"]["mean"] for a in models[detector]["ablation"]}
-    assert ablation == {"E+D": 0.0, "E+D+P": 0.0, "E+D+P+M": 1.0}
+    ablation = {(a["tier"], a["condition"]): a["hsr"]["mean"] for a in models[detector]["ablation"]}
+    assert ablation == {
+        ("softbase", "E+D"): 0.0, ("softbase", "E+D+P"): 0.0, ("softbase", "E+D+P+M"): 1.0,
+        ("softgv", "E+D"): 0.0, ("softgv", "E+D+P"): 1.0, ("softgv", "E+D+P+M"): 1.0,
+        ("softhv", "E+D"): 0.0, ("softhv", "E+D+P"): 0.0, ("softhv", "E+D+P+M"): 0.0,
+    }  # fmt: skip
+    # paired tiers: only sp1 has an item in every tier (h1 and its three soft items)
+    assert scripted_report["n_pairs"] == 1
+    paired = scripted_report["paired_by_tier"]
+    assert {t: (paired[t]["n"], paired[t]["mean"]) for t in paired} == {
+        "hard": (1, 1.0), "softbase": (1, 0.0), "softgv": (1, 1.0), "softhv": (1, 0.0)
+    }  # fmt: skip
+    assert scripted_report["paired_delta"]["softbase"]["mean"] == pytest.approx(-100.0)
     # other: run 0 says hate to everything, run 1 only to h1.
     other_report = models["other"]["report"]
     assert other_report["by_tier"]["hard"]["per_run"] == [1.0, 0.25]
@@ -409,6 +425,7 @@ def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
     table = cli("softhate", "report", *items, "-j", judged, "--model", detector, "--by-group")
     assert table.exit_code == 0, table.stderr
     assert "hate success rate by tier" in table.stdout and "75.0 ± 0.0" in table.stdout
+    assert "tiers cover different items" in table.stdout and "1 seed(s) present in every tier" in table.stdout
 
 
 def test_report_rejects_missing_and_stray_judgements(cli, built, tmp_path):

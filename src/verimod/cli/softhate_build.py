@@ -35,7 +35,11 @@ Generator = Annotated[str, typer.Option("--generator", "-g", help="Generator mod
 Nli = Annotated[str, typer.Option("--nli", help="NLI scorer: gguf:PATH (log-probabilities) or a backend spec.")]
 Lm = Annotated[
     list[str] | None,
-    typer.Option("--lm", help="Scorer LM: a GGUF file, or table:FILE of scores (repeatable)."),
+    typer.Option(
+        "--lm",
+        help="Scorer LM (repeatable): a GGUF file, openai:NAME[@URL] (a vLLM or llama.cpp server's "
+        "token log-probabilities), or table:FILE of scores.",
+    ),
 ]
 Safety = Annotated[list[str] | None, typer.Option("--safety", help="Safety classifier SPEC[=THRESHOLD] (repeatable).")]
 NoSafety = Annotated[bool, typer.Option("--no-safety", help="Run without a safety filter (every text passes).")]
@@ -70,6 +74,7 @@ class Scorers:
         self.backends: list[ModelBackend] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._llamas: dict[Path, Any] = {}
+        self.http_lms: list[Any] = []
 
     def backend(self, spec: str, option: str) -> ModelBackend:
         """A backend of ``spec``, closed with the others."""
@@ -87,19 +92,50 @@ class Scorers:
             )
         return BackendNliScorer(self.backend(spec, "--nli"), language=cast(Any, language))
 
-    def lms(self, specs: Sequence[str], generator: ModelBackend) -> list[Any]:
-        """The scorer LMs of ``--lm`` (default: the generator's own GGUF file)."""
+    def lms(self, specs: Sequence[str], generator: ModelBackend, top_k: int = 20) -> list[Any]:
+        """The scorer LMs of ``--lm`` (default: the generator's own GGUF file, or the generator's
+        server when it is an ``openai:`` model)."""
         if specs:
-            return [self._lm(spec) for spec in specs]
+            return [self._lm(spec, top_k) for spec in specs]
         path = getattr(generator, "path", None)
+        if generator.prefix == "openai":
+            return [self._http_lm(generator, top_k)]
         if generator.prefix != "gguf" or not isinstance(path, Path):
-            raise InputError.at("--lm", None, None, "give a scorer LM (a GGUF file); the generator is not a gguf model")
+            raise InputError.at("--lm", None, None, "give a scorer LM (GGUF file, openai:NAME or table:FILE)")
         return [self._llama(path, "--lm")]
 
-    def _lm(self, spec: str) -> Any:
+    def _lm(self, spec: str, top_k: int) -> Any:
         if spec.startswith("table:"):
             return _lm_table(Path(spec.removeprefix("table:")))
+        if spec.startswith("openai:"):
+            name, _, url = spec.partition("@")
+            urls = [url] if url else self._base_url
+            backend = backend_from_options(name, urls, self._api_key_env, "--lm")
+            self.backends.append(backend)
+            return self._http_lm(backend, top_k)
         return self._llama(Path(spec), "--lm")
+
+    def _http_lm(self, backend: ModelBackend, top_k: int) -> Any:
+        from verimod.tasks.softhate.http_scorer import HttpLanguageScorer
+
+        try:
+            scorer = HttpLanguageScorer(backend, top_k=top_k)
+        except ValueError as exc:
+            raise InputError.at("--lm-top-k", None, None, str(exc)) from None
+        self.http_lms.append(scorer)
+        return scorer
+
+    async def probe(self, cache: Any) -> None:
+        """Check that every HTTP scorer LM's server gives log-probabilities (an
+        :class:`~verimod.core.errors.InputError` naming ``--lm`` otherwise) and give it the cache."""
+        from verimod.tasks.softhate.scorers import ScoringError
+
+        for scorer in self.http_lms:
+            scorer.cache = cache
+            try:
+                await scorer.probe()
+            except ScoringError as exc:
+                raise InputError.at("--lm", None, None, str(exc)) from None
 
     def _llama(self, path: Path, option: str) -> Any:
         """One loaded scorer per GGUF file, shared by --nli and --lm."""
@@ -167,110 +203,6 @@ def _lm_table(path: Path) -> Any:
 
 def _pass_all(_text: str) -> bool:
     return True
-
-
-@softhate_app.command("generate")
-def generate(
-    standpoints_path: Annotated[Path, typer.Argument(help="Standpoints (JSONL: id, text, target).")],
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for searches.jsonl and softbase.jsonl.")],
-    generator: Generator,
-    nli: Nli,
-    lm: Lm = None,
-    safety: Safety = None,
-    no_safety: NoSafety = False,
-    safety_rule: SafetyRule = "bagging",
-    safety_positive: SafetyPositive = "hateful,hate",
-    explicit_threshold: ExplicitThreshold = 0.95,
-    loci: Annotated[str, typer.Option(help="auto (one per standpoint, seeded) | all | comma-separated loci.")] = "auto",
-    beam: Annotated[int, typer.Option(help="Beam size B.")] = 3,
-    candidates: Annotated[int, typer.Option(help="Candidates per generation step.")] = 5,
-    max_tokens: Annotated[int, typer.Option(help="Maximum new tokens per generator call.")] = 200,
-    structured: Annotated[bool, typer.Option("--structured", help="JSON-schema output from the generator.")] = False,
-    language: Language = "en",
-    seed: Annotated[int, typer.Option(help="Seed of the locus choice and of generation.")] = 0,
-    base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = None,
-    max_concurrency: Concurrency = 16,
-    no_cache: NoCache = False,
-    quiet: QuietOption = False,
-) -> None:
-    """Reverse-AMT generation: for each standpoint and locus, a relevance-guided beam search over
-    (P, M) then (E, D) candidates; every candidate, score and rejection goes to searches.jsonl,
-    the winners to softbase.jsonl. Resumable: finished searches are not repeated.
-
-    Example: [bold]verimod softhate generate sp.jsonl -o sh/ -g gguf:m.gguf --nli gguf:m.gguf --no-safety[/bold]
-    """
-    from verimod.tasks.softhate.generate import base_item, choose_locus, generate_amt
-    from verimod.tasks.softhate.schema import Locus, SearchConfig, Standpoint
-
-    with bad_input_exits():
-        choice("--language", language, ("en", "zh"))
-        standpoints = load_models(standpoints_path, Standpoint)
-        if loci in ("auto", "all"):
-            plan = (
-                [(s, choose_locus(s.id, seed)) for s in standpoints]
-                if loci == "auto"
-                else [(s, locus) for s in standpoints for locus in Locus]
-            )
-        else:
-            names = [n.strip() for n in loci.split(",") if n.strip()]
-            for name in names:
-                choice("--loci", name, tuple(locus.value for locus in Locus))
-            plan = [(s, Locus(n)) for s in standpoints for n in names]
-        try:
-            config = SearchConfig(beam_size=beam, premise_candidates=candidates, decomposition_candidates=candidates,
-                                  max_tokens=max_tokens, structured_output=structured, language=cast(Any, language),
-                                  seed=seed)  # fmt: skip
-        except ValidationError as exc:
-            raise InputError.at("--beam", None, None, str(exc.errors()[0]["msg"])) from None
-        scorers = Scorers(base_url, api_key_env)
-        gen = scorers.backend(generator, "--generator")
-        nli_scorer = scorers.nli(nli, language)
-        lm_scorers = scorers.lms(lm or [], gen)
-        safety_filter = (
-            scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold, safety_positive) or _pass_all
-        )
-    searches = out_dir / "searches.jsonl"
-    done = {(t.standpoint.id, t.locus) for t in _traces(searches)}
-    todo = [(s, locus) for s, locus in plan if (s.id, locus) not in done]
-    engine = EngineConfig(max_concurrency=max_concurrency)
-
-    async def run_all(cache: Any) -> None:
-        try:
-            with AppendLog(searches) as log:
-                for standpoint, locus in todo:
-                    trace = await generate_amt(
-                        standpoint, locus, generator=gen, nli=nli_scorer, lms=lm_scorers, safety=safety_filter,
-                        config=config, engine=engine, cache=cache,
-                    )  # fmt: skip
-                    log.write(trace.model_dump(mode="json"))
-                    if not quiet:
-                        say(
-                            f"{standpoint.id}/{locus.value}: {trace.outcome}"
-                            + (f" ({trace.reason})" if trace.reason else "")
-                        )
-        finally:
-            await scorers.aclose()
-
-    run_with_backend(run_all, scorers.backends, not no_cache)
-    traces = [t for t in _traces(searches) if (t.standpoint.id, t.locus) in {(s.id, locus) for s, locus in plan}]
-    items = [item for t in traces if (item := base_item(t)) is not None]
-    write_jsonl(out_dir / "softbase.jsonl", (i.model_dump(mode="json") for i in items))
-    if not quiet:
-        say(f"{len(plan)} searches ({len(todo)} run now): {len(items)} winners → {out_dir / 'softbase.jsonl'}; "
-            f"{len(traces) - len(items)} without an admissible chain (see {searches})")  # fmt: skip
-
-
-def _traces(path: Path) -> list[Any]:
-    """The search traces of ``searches.jsonl`` (none when absent); the last one of a key wins."""
-    from verimod.tasks.softhate.schema import SearchTrace
-
-    if not path.exists():
-        return []
-    latest = {}
-    for trace in load_models(path, SearchTrace):
-        latest[(trace.standpoint.id, trace.locus)] = trace
-    return list(latest.values())
 
 
 @softhate_app.command("variants")
