@@ -190,7 +190,7 @@ def test_standpoints_vote_extract_and_check(cli, tmp_path):
     })  # fmt: skip
     out = tmp_path / "sp"
     result = cli("softhate", "standpoints", seeds, "-o", out, "--extract-with", extractor, "--nli", nli,
-                 "--votes", votes[0], "--votes", votes[1], "--min-group", "2")  # fmt: skip
+                 "--votes", votes[0], "--votes", votes[1], "--min-group", "2", "--per", "group")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     (standpoint,) = lines(out / "standpoints.jsonl")
     assert standpoint["id"] == "sp-women" and standpoint["text"] == SAME and standpoint["source_id"] == "s2"
@@ -210,6 +210,44 @@ def test_standpoints_vote_extract_and_check(cli, tmp_path):
     checks = [(c["item_id"], c["passed"]) for c in selection["checks"]]
     assert checks == [("s1", False), ("s2", True)]
     assert [e["item_id"] for e in lines(out / "extractions.jsonl")] == ["s1", "s2", "s3", "s4"]
+
+
+def test_standpoints_one_per_verified_seed(cli, tmp_path):
+    seeds = write_lines(tmp_path / "seeds.jsonl", [
+        {"id": i, "text": t, "tier": "hard", "gold": "hate", "group": g} for i, t, g in SEEDS
+    ])  # fmt: skip
+    extractor = scripted(tmp_path / "extract.jsonl", {
+        "s1": json.dumps({"standpoint": SAME, "target": "women"}),
+        "s2": json.dumps({"standpoint": SAME, "target": "these women"}),
+        "s3": json.dumps({"standpoint": "Women should not vote.", "target": "woman"}),
+        "s4": json.dumps({"standpoint": "Muslims are dangerous.", "target": "Muslims"}),
+        "s5": json.dumps({"standpoint": "Women should not drive.", "target": "Women"}),
+    })  # fmt: skip
+    text = dict((i, t) for i, t, _ in SEEDS)
+    nli = scripted(tmp_path / "nli.jsonl", {
+        hashed_key("nli", SAME, text["s1"]): probs(0.9, 0.1, 0.0),
+        hashed_key("nli", text["s1"], SAME): probs(0.3, 0.6, 0.1),  # fails backward
+        hashed_key("nli", SAME, text["s2"]): probs(0.8, 0.2, 0.0),
+        hashed_key("nli", text["s2"], SAME): probs(0.7, 0.3, 0.0),
+        hashed_key("nli", "Women should not vote.", text["s3"]): probs(0.9, 0.1, 0.0),
+        hashed_key("nli", text["s3"], "Women should not vote."): probs(0.95, 0.05, 0.0),
+        # s5 has no NLI answer: its check fails with the scorer's error
+    })  # fmt: skip
+    out = tmp_path / "sp"
+    result = cli("softhate", "standpoints", seeds, "-o", out, "--extract-with", extractor, "--nli", nli,
+                 "--min-group", "2")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    standpoints = lines(out / "standpoints.jsonl")
+    assert [(s["id"], s["source_id"], s["target"]["name"]) for s in standpoints] == [
+        ("sp-s2", "s2", "Women"), ("sp-s3", "s3", "Women")
+    ]  # fmt: skip
+    assert [(h["id"], h["standpoint_id"]) for h in lines(out / "hard.jsonl")] == [("s2", "sp-s2"), ("s3", "sp-s3")]
+    targets = {t["item_id"]: (t["group"], t["method"]) for t in lines(out / "targets.jsonl")}
+    assert targets["s2"] == ("Women", "rewrite") and targets["s4"] == ("Muslims", "exact")
+    selection = json.loads((out / "selection.json").read_text(encoding="utf-8"))
+    assert "Muslims" in selection["dropped"]  # one member < --min-group 2
+    checks = {c["item_id"]: (c["passed"], c["error"] is not None) for c in selection["checks"]}
+    assert checks == {"s1": (False, False), "s2": (True, False), "s3": (True, False), "s5": (False, True)}
 
 
 def test_standpoints_need_a_check_or_no_check(cli, tmp_path):

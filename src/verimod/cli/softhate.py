@@ -156,6 +156,7 @@ def evaluate(
         "hateful,hate"
     ),
     threshold: Annotated[float, typer.Option(help="Classifier backends: P(hate) threshold.")] = 0.5,
+    language: Annotated[str, typer.Option(help="Language of the detector prompt: en | zh.")] = "en",
     ablation: Annotated[
         bool,
         typer.Option(
@@ -175,6 +176,8 @@ def evaluate(
     items, --runs times; resumable. Unreadable outputs are recorded as invalid.
 
     Example: [bold]verimod softhate evaluate hard.jsonl softbase.jsonl -o judged.jsonl -m openai:qwen --runs 3[/bold]
+
+    Example: [bold]verimod softhate evaluate sh/*.jsonl -o judged.jsonl -m openai:qwen --language zh[/bold]
     """
     from verimod.tasks.softhate.detection_runs import detector_format, run_detector
     from verimod.tasks.softhate.items import ablation_items, load_items
@@ -182,9 +185,10 @@ def evaluate(
     with bad_input_exits():
         if runs < 1:
             raise InputError.at("--runs", None, None, f"must be at least 1, got {runs}")
+        choice("--language", language, ("en", "zh"))
         try:
             categories = None if hate_categories is None else [c.strip() for c in hate_categories.split(",")]
-            fmt = detector_format(detector, categories)
+            fmt = detector_format(detector, categories, language)
         except UnknownNameError as exc:
             raise InputError.at("--format", None, None, str(exc)) from None
         items = load_items(items_paths)
@@ -283,7 +287,7 @@ def report(
     from verimod.tasks.softhate import evaluation as ev
     from verimod.tasks.softhate.detection_runs import judgements_of, load_judgements
     from verimod.tasks.softhate.items import ablation_items, load_items
-    from verimod.tasks.softhate.verification import read_sheet, verification_summary
+    from verimod.tasks.softhate.verification import agreement_summary, read_sheet, verification_summary
 
     with bad_input_exits():
         choice("--missing", missing, ("error", "invalid"))
@@ -313,11 +317,16 @@ def report(
             reports[model] = (main, scaffold)
         sheet_rows = [row for path in sheets or [] for row in read_sheet(path)]
         verification = verification_summary(sheet_rows, {i.id: i.tier for i in base if i.tier}) if sheet_rows else []
+        try:
+            agreement = agreement_summary(sheet_rows, {i.id: i.gold for i in base})
+        except ValueError as exc:
+            raise InputError.at(str((sheets or ["--sheet"])[0]), None, "item_id", str(exc)) from None
     payload = {
         "models": {
             m: {"report": r.to_dict(), "ablation": [_ablation_dict(a) for a in s]} for m, (r, s) in reports.items()
         },
         "verification": [v.to_dict() for v in verification],
+        "agreement": [a.to_dict() for a in agreement],
     }
     if json_out:
         emit_json(json_out, payload)
@@ -355,6 +364,15 @@ def report(
             table.add_row(v.criterion, v.tier or "all", str(v.n_items), percent(v.pass_rate, 1),
                           f"{percent(v.wilson_low, 1)}–{percent(v.wilson_high, 1)}", kappa)  # fmt: skip
         console.print(table)
+    if agreement:
+        table = Table(title="perception check: majority verdict = the item's gold label (Wilson 95%; Fleiss' κ)")
+        for column in ("gold", "items", "agree", "rate", "95% CI", "κ"):
+            table.add_column(column, justify="left" if column == "gold" else "right")
+        for a in agreement:
+            kappa = "n/a" if math.isnan(a.fleiss_kappa) else f"{a.fleiss_kappa:.3f}"
+            table.add_row(a.gold or "all", str(a.n_items), str(a.agree), percent(a.rate, 1),
+                          f"{percent(a.wilson_low, 1)}–{percent(a.wilson_high, 1)}", kappa)  # fmt: skip
+        console.print(table)
 
 
 def _ablation_dict(row: Any) -> dict[str, Any]:
@@ -374,9 +392,10 @@ def problems(lines: list[str]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the ``softhate`` group (with the building commands) to the root application."""
-    from verimod.cli import (  # noqa: F401 - registers standpoints, variants; generate, select
+    from verimod.cli import (  # noqa: F401 - registers standpoints, variants; generate, select; sheet
         softhate_build,
         softhate_generate,
+        softhate_sheet,
     )
 
     app.add_typer(softhate_app, name="softhate", rich_help_panel="Protocols")

@@ -97,6 +97,7 @@ class Scorers:
         server when it is an ``openai:`` model)."""
         if specs:
             return [self._lm(spec, top_k) for spec in specs]
+        generator = getattr(generator, "inner", generator)  # a BoundedBackend's own backend
         path = getattr(generator, "path", None)
         if generator.prefix == "openai":
             return [self._http_lm(generator, top_k)]
@@ -292,13 +293,25 @@ def standpoints(
         list[Path] | None, typer.Option("--votes", help="Detector judgements of the seeds (repeatable).")
     ] = None,
     more_than: Annotated[
-        int | None, typer.Option(help="Keep seeds that more than this many detectors call hate (default: n // 2).")
+        int | None,
+        typer.Option(help="Keep seeds that more than this many detectors agree on (default: the paper's > 7/11)."),
     ] = None,
+    per: Annotated[
+        str, typer.Option(help="seed: one standpoint per verified seed (the paper) | group: one medoid per group.")
+    ] = "seed",
+    polarity: Annotated[
+        str, typer.Option(help="hate: hostile standpoints of hate seeds | non_hate: claims of non-hate controls.")
+    ] = "hate",
     nli: Annotated[str | None, typer.Option("--nli", help="NLI scorer of the bidirectional entailment check.")] = None,
     no_check: Annotated[bool, typer.Option("--no-check", help="Skip the bidirectional entailment check.")] = False,
     min_group: Annotated[int, typer.Option(help="Groups with fewer extracted standpoints are dropped.")] = 20,
     threshold: Annotated[float, typer.Option(help="Entailment both ways must reach this probability.")] = 0.6,
-    groups: Annotated[Path | None, typer.Option(help="Target-group taxonomy (JSON; default: the bundled one).")] = None,
+    groups: Annotated[
+        Path | None, typer.Option(help="Target-group taxonomy (JSON; default: the bundled one of --language).")
+    ] = None,
+    fuzzy_cutoff: Annotated[
+        float, typer.Option(help="Fuzzy target matching: least rapidfuzz ratio (0 turns it off).")
+    ] = 85.0,
     language: Language = "en",
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
@@ -306,17 +319,25 @@ def standpoints(
     no_cache: NoCache = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Detector vote (strict majority), standpoint and target extraction by an LLM, target
-    groups resolved through the taxonomy, and one medoid standpoint per group that entails
-    its source sentence both ways. Writes extractions.jsonl, standpoints.jsonl, hard.jsonl
-    (each standpoint's source comment) and selection.json (members, drops, every check).
+    """Detector vote (more than 7/11 by default), standpoint and target extraction by an LLM,
+    target groups resolved through the taxonomy (exact, rewritten, demonym, fuzzy), groups of
+    fewer than --min-group dropped, and the bidirectional entailment check. --per seed keeps one
+    standpoint per verified seed (id sp-<seed id>, paired with the seed's Hard item); --per
+    group one medoid per group. --polarity non_hate builds the non-hate controls from non-hate
+    seeds (the vote keeps seeds the detectors agree are not hate). Writes extractions.jsonl,
+    targets.jsonl (how every target phrase resolved), standpoints.jsonl, hard.jsonl and
+    selection.json (counts, members, drops, every check).
 
     Example: [bold]verimod softhate standpoints seeds.jsonl -o sh/ --extract-with openai:big --nli openai:nli[/bold]
+
+    Example: [bold]verimod softhate standpoints cold_seeds.jsonl -o sh/ --extract-with openai:big --nli openai:nli
+    --language zh --votes d1.jsonl --votes d2.jsonl[/bold]
     """
     from verimod.tasks.softhate.detection_runs import load_judgements
     from verimod.tasks.softhate.groups import load_group_taxonomy
     from verimod.tasks.softhate.items import load_items, plain_record, write_plain_items
     from verimod.tasks.softhate.seed_selection import strict_majority
+    from verimod.tasks.softhate.seed_standpoints import select_seed_standpoints
     from verimod.tasks.softhate.seeds import SeedItem
     from verimod.tasks.softhate.standpoints import (
         entailment_from_nli,
@@ -327,16 +348,19 @@ def standpoints(
 
     with bad_input_exits():
         choice("--language", language, ("en", "zh"))
+        choice("--per", per, ("seed", "group"))
+        choice("--polarity", polarity, ("hate", "non_hate"))
         if nli is None and not no_check:
             raise InputError.at("--nli", None, None, "give --nli SPEC for the entailment check, or --no-check")
-        taxonomy = load_group_taxonomy(groups)
-        seeds = [s for s in load_items([seeds_path]) if s.item.gold == "hate"]
-        counts: dict[str, int] = {"hate seeds": len(seeds)}
+        taxonomy = load_group_taxonomy(groups, cast(Any, language), fuzzy_cutoff or None)
+        seeds = [s for s in load_items([seeds_path]) if s.item.gold == polarity]
+        counts: dict[str, Any] = {f"{polarity} seeds": len(seeds)}
         if votes:
             lines = [j for path in votes for j in load_judgements(path) if j.run == 0]
             detectors = sorted({j.model for j in lines})
             label = {(j.model, j.item_id): ("invalid" if j.error else j.label) for j in lines}
-            matrix = [[label.get((d, s.id)) for s in seeds] for d in detectors]
+            agree = (lambda v: v) if polarity == "hate" else (lambda v: {"non_hate": "hate"}.get(v or "", "non_hate"))
+            matrix = [[agree(label.get((d, s.id))) for s in seeds] for d in detectors]
             try:
                 vote = strict_majority(matrix, more_than)
             except ValueError as exc:
@@ -347,27 +371,44 @@ def standpoints(
         extractor = scorers.backend(extract_with, "--extract-with")
         nli_scorer = None if nli is None else scorers.nli(nli, language)
     by_id = {s.id: s for s in seeds}
-    seed_items = [SeedItem(s.id, s.text, "hate", "seeds", s.item.group) for s in seeds]
+    seed_items = [SeedItem(s.id, s.text, cast(Any, polarity), "seeds", s.item.group) for s in seeds]
     engine = EngineConfig(max_concurrency=max_concurrency)
 
     async def run_all(cache: Any) -> Any:
         try:
             extractions = await extract_standpoints(
-                seed_items, extractor, language=cast(Any, language), engine=engine, cache=cache
-            )
+                seed_items, extractor, language=cast(Any, language), polarity=cast(Any, polarity), engine=engine,
+                cache=cache,
+            )  # fmt: skip
             entailment = None if nli_scorer is None else entailment_from_nli(nli_scorer)
-            selection = await select_group_standpoints(
-                extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold
-            )
+            if per == "seed":
+                selection = await select_seed_standpoints(
+                    extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold,
+                    gold=cast(Any, polarity), concurrency=max_concurrency,
+                )  # fmt: skip
+            else:
+                selection = await select_group_standpoints(
+                    extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold
+                )
             return extractions, selection
         finally:
             await scorers.aclose()
 
-    extractions, selection = run_with_backend(run_all, scorers.backends, not no_cache)
+    with bad_input_exits():
+        try:
+            extractions, selection = run_with_backend(run_all, scorers.backends, not no_cache)
+        except ValueError as exc:  # seed ids that give one standpoint id
+            raise InputError.at(str(seeds_path), None, "id", str(exc)) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "extractions.jsonl", (extraction_to_record(e) for e in extractions))
+    if per == "group":  # the medoid standpoints carry the polarity's gold too
+        selection.standpoints[:] = [s.model_copy(update={"gold": polarity}) for s in selection.standpoints]
     write_jsonl(
         out_dir / "standpoints.jsonl", (s.model_dump(mode="json", exclude_none=True) for s in selection.standpoints)
     )
+    resolutions = getattr(selection, "resolutions", None)
+    if resolutions is not None:
+        write_jsonl(out_dir / "targets.jsonl", resolutions)
     hard = []
     for standpoint in selection.standpoints:
         source = by_id.get(standpoint.source_id or "")
@@ -379,12 +420,15 @@ def standpoints(
     counts |= {
         "extracted": sum(1 for e in extractions if e.standpoint is not None),
         "extraction failed": sum(1 for e in extractions if e.standpoint is None),
-        "groups kept": len(selection.standpoints),
+        "standpoints": len(selection.standpoints),
         "groups dropped": len(selection.dropped),
     }
+    if resolutions is not None:
+        counts["resolved by"] = selection.method_counts()
     report = {"counts": counts, "members": selection.members, "dropped": selection.dropped, "checks": selection.checks}
     (out_dir / "selection.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if not quiet:
-        say(f"{len(selection.standpoints)} standpoints → {out_dir / 'standpoints.jsonl'}; {json.dumps(counts)}")
+        say(f"{len(selection.standpoints)} standpoints → {out_dir / 'standpoints.jsonl'}; "
+            f"{json.dumps(counts, ensure_ascii=False)}")  # fmt: skip
         for group, reason in selection.dropped.items():
             say(f"  dropped {group}: {reason}")

@@ -4,8 +4,6 @@ trace and in ``generate.json``) and the Stage-3 selection with its annotator che
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -237,6 +235,7 @@ def select(
     from verimod.tasks.softhate.items import load_items, plain_record, write_plain_items
     from verimod.tasks.softhate.schema import GeneratedItem, Tier
     from verimod.tasks.softhate.selection import apply_check, check_rows, select_top
+    from verimod.tasks.softhate.sheets import write_blank_sheet
     from verimod.tasks.softhate.verification import read_sheet
 
     with bad_input_exits():
@@ -268,12 +267,7 @@ def select(
         write_plain_items(out_dir / "hard_selected.jsonl", chosen)
         report["hard_kept"] = len(chosen)
     if not sheet:
-        buffer = io.StringIO(newline="")
-        rows = check_rows(kept, names)
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        atomic_write(out_dir / "stage3_sheet.csv", [buffer.getvalue().encode("utf-8")])
+        write_blank_sheet(check_rows(kept, names), out_dir / "stage3_sheet.csv")
     (out_dir / "stage3.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if not quiet:
         groups = len(selection.groups)
