@@ -17,10 +17,10 @@ import pytest
 from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
 
 # Provincial-level names, written here independently of the bundled taxonomy.
-PROVINCES = (
-    "北京 天津 河北 山西 内蒙古 辽宁 吉林 黑龙江 上海 江苏 浙江 安徽 福建 江西 山东 河南 湖北 湖南 广东 广西 海南 "
-    "重庆 四川 贵州 云南 西藏 陕西 甘肃 青海 宁夏 新疆 台湾 香港 澳门 东北"
-).split()
+PROVINCES = tuple(
+    "北京 天津 河北 山西 内蒙古 辽宁 吉林 黑龙江 上海 江苏 浙江 安徽 福建 江西 山东 河南 湖北 湖南 广东 广西 海南 "  # noqa: SIM905
+    "重庆 四川 贵州 云南 西藏 陕西 甘肃 青海 宁夏 新疆 台湾 香港 澳门 东北".split()
+)
 REGIONAL = re.compile("(" + "|".join(sorted((f"{p}人" for p in PROVINCES), key=len, reverse=True)) + ")")
 
 

@@ -81,15 +81,20 @@ def slug(text: str) -> str:
     return re.sub(r"\W+", "-", unicodedata.normalize("NFKC", text).casefold()).strip("-")
 
 
+def core(key: str) -> str:
+    """``key`` without the quantifiers, demonstratives and collective suffixes of rule 2."""
+    stripped = _ZH_SUFFIX.sub("", _ZH_PREFIX.sub("", key)).strip() or key
+    return _EN_SUFFIX.sub("", _EN_PREFIX.sub("", stripped)).strip() or stripped
+
+
 def rewrites(key: str) -> list[str]:
     """The keys rule 2 of the module docstring tries for ``key`` (already a key), in order."""
     out: list[str] = []
-    core = _ZH_SUFFIX.sub("", _ZH_PREFIX.sub("", key)).strip() or key
-    core = _EN_SUFFIX.sub("", _EN_PREFIX.sub("", core)).strip() or core
-    for candidate in (core, f"{core} people", f"{core}人" if has_han(core) else core):
+    core_ = core(key)
+    for candidate in (core_, f"{core_} people", f"{core_}人" if has_han(core_) else core_):
         if candidate != key and candidate not in out:
             out.append(candidate)
-    place = _ZH_PLACE.match(core)
+    place = _ZH_PLACE.match(core_)
     if place is not None and f"{place.group(1)}人" not in out:
         out.append(f"{place.group(1)}人")
     return out
@@ -182,7 +187,7 @@ class GroupTaxonomy:
                         if option in self._index:
                             return self._found(phrase, option, method)  # type: ignore[arg-type]
         if self.fuzzy_cutoff is not None and key:
-            return self._fuzzy(phrase, candidates[0] if candidates else key)
+            return self._fuzzy(phrase, core(key))
         return Resolution(phrase, None, "unresolved")
 
     def _fuzzy(self, phrase: str, query: str) -> Resolution:
