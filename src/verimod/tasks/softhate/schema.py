@@ -135,15 +135,15 @@ class TargetGroup(_Record):
 
     def display_name(self, language: Language) -> str | None:
         """The name prompts of ``language`` use: ``names[language]``; else, for ``zh``, the first
-        of name and aliases written with a Han character and, for ``en``, the first without one;
-        None when the group has no name in that language (a Chinese prompt never shows an
-        English name)."""
+        of name and aliases written with a Han character (None when there is none: a Chinese
+        prompt never shows an English name) and, for ``en``, the first without one, else
+        ``name``."""
         if language in self.names:
             return self.names[language]
         for form in (self.name, *self.aliases):
             if has_han(form) == (language == "zh"):
                 return form
-        return None
+        return None if language == "zh" else self.name
 
 
 def has_han(text: str) -> bool:
