@@ -358,6 +358,54 @@ def test_generate_resumes_without_asking_again(cli, built, tmp_path):
     assert "(0 run now)" in again.stdout and len(lines(built["out"] / "softbase.jsonl")) == 1
 
 
+def test_generate_refuses_to_resume_with_other_settings_and_records_them(cli, built, tmp_path):
+    args = (built["standpoints"], "-o", built["out"], "-g", built["generator"], "--lm", f"table:{built['table']}",
+            "--loci", "analogy", "--beam", "1", "--candidates", "1", *built["common"])  # fmt: skip
+    changed = cli("softhate", "generate", *args, "--tau-ent", "0.7")
+    assert (
+        changed.exit_code == 2
+        and "searches.jsonl:1" in changed.stderr
+        and "tau_ent: 0.6 there, 0.7 now" in changed.stderr
+    )
+    manifest = json.loads((built["out"] / "generate.json").read_text(encoding="utf-8"))
+    assert manifest["config"]["scoring"]["tau_ent"] == 0.6 and manifest["searches_planned"] == 2
+    weights = cli("softhate", "generate", args[0], "-o", tmp_path / "w", *args[3:], "--cost-weights", "1,2")
+    assert weights.exit_code == 2 and "--cost-weights" in weights.stderr
+    bad = cli("softhate", "generate", args[0], "-o", tmp_path / "b", *args[3:], "--tau-ent", "1.5")
+    assert bad.exit_code == 2 and "--tau-ent" in bad.stderr
+
+
+def test_generate_in_chinese_needs_chinese_group_names(cli, built, tmp_path):
+    english_only = write_lines(tmp_path / "sp.jsonl", [{"id": "sp1", "text": S1, "target": GROUP}])
+    result = cli("softhate", "generate", english_only, "-o", tmp_path / "zh", "-g", built["generator"], "--lm",
+                 f"table:{built['table']}", "--language", "zh", *built["common"])  # fmt: skip
+    assert result.exit_code == 2 and "sp.jsonl:1" in result.stderr and "has no zh name" in result.stderr
+
+
+def test_generate_refuses_an_http_scorer_lm_without_logprobs(cli, built, tmp_path):
+    from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+
+    with FakeOpenAIServer(FakeOpenAI(logprob_modes=frozenset())) as server:
+        result = cli("softhate", "generate", built["standpoints"], "-o", tmp_path / "h", "-g", built["generator"],
+                     "--lm", f"openai:plain@{server.base_url}", "--loci", "analogy", *built["common"])  # fmt: skip
+    assert result.exit_code == 2 and "--lm" in result.stderr and "gives no token log-probabilities" in result.stderr
+    assert "\n" not in result.stderr.strip()
+    assert not (tmp_path / "h" / "searches.jsonl").exists() or not lines(tmp_path / "h" / "searches.jsonl")
+
+
+def test_select_and_sheet_refuse_bad_input(cli, built, tmp_path):
+    out = tmp_path / "sel"
+    assert cli("softhate", "select", built["out"] / "softbase.jsonl", "-o", out).exit_code == 0
+    partial = tmp_path / "partial.csv"
+    partial.write_text("item_id,annotator,criterion,verdict\nsp1/analogy,a,validity,yes\n", encoding="utf-8")
+    result = cli("softhate", "select", built["out"] / "softbase.jsonl", "-o", out, "--sheet", partial)
+    assert result.exit_code == 2 and "sp1/analogy" in result.stderr and "no verdict on coherence" in result.stderr
+    too_many = cli("softhate", "sheet", built["out"] / "softbase.jsonl", "-o", tmp_path / "s.csv", "--n", "5")
+    assert too_many.exit_code == 2 and "only 0 standpoints" in too_many.stderr
+    generic = cli("softhate", "seeds", partial, "--from", "generic", "-o", tmp_path / "g.jsonl")
+    assert generic.exit_code == 2 and "--map" in generic.stderr
+
+
 def test_variants_pick_an_admissible_candidate(built):
     out = built["out"]
     (gv,) = lines(out / "softgv.jsonl")
