@@ -173,3 +173,46 @@ def test_cold_and_swsr_seeds_one_search_per_seed_paired_through_the_tiers(cli, t
     assert len(sheet) == 3 * 3 * 3 * 3
     triples = [r["item_id"] for r in sheet[:: 3 * 3]]
     assert [t.split("/")[0] for t in triples[:3]] == [triples[0].split("/")[0]] * 3
+
+
+HATE_SEEDS = ["河南人都是骗子，离他们远一点", "东北人就知道打架，素质太差了", "上海人看不起外地人，真是自私"]
+CONTROL_SEEDS = ["河南人热情好客，我很喜欢郑州", "东北人讲义气，朋友都很靠谱", "上海人做事认真，值得学习"]
+
+
+def test_non_hate_controls_go_through_the_same_pipeline_and_give_specificity(cli, tmp_path):
+    seeds = tmp_path / "seeds.jsonl"
+    rows = [{"id": f"h{k}", "text": t, "tier": "hard", "gold": "hate"} for k, t in enumerate(HATE_SEEDS)]
+    rows += [{"id": f"c{k}", "text": t, "tier": "hard", "gold": "non_hate"} for k, t in enumerate(CONTROL_SEEDS)]
+    seeds.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    fake = FakeOpenAI(default=loopback)
+    hate, control = tmp_path / "hate", tmp_path / "control"
+    with FakeOpenAIServer(fake) as server:
+        url = ("--base-url", server.base_url)
+        for out, polarity in ((hate, "hate"), (control, "non_hate")):
+            result = cli("softhate", "standpoints", seeds, "-o", out, "--extract-with", "openai:extract",
+                         "--nli", "openai:nli", "--language", "zh", "--min-group", "1", "--polarity", polarity,
+                         *url)  # fmt: skip
+            assert result.exit_code == 0, result.stderr
+            result = cli("softhate", "generate", out / "standpoints.jsonl", "-o", out, "-g", "openai:gen", "--nli",
+                         "openai:nli", "--lm", "openai:gen", "--no-safety", "--language", "zh", "--candidates", "2",
+                         "--beam", "1", *url)  # fmt: skip
+            assert result.exit_code == 0, result.stderr
+        items = [hate / "hard.jsonl", hate / "softbase.jsonl", control / "hard.jsonl", control / "softbase.jsonl"]
+        judged = tmp_path / "judged.jsonl"
+        result = cli("softhate", "evaluate", *items, "-o", judged, "-m", "openai:det", "--language", "zh", *url)
+        assert result.exit_code == 0, result.stderr
+    controls = lines(control / "softbase.jsonl")
+    assert len(controls) == 3 and {c["gold"] for c in controls} == {"non_hate"}
+    assert {c["standpoint_id"] for c in controls} == {"sp-c0", "sp-c1", "sp-c2"}
+    assert [h["gold"] for h in lines(control / "hard.jsonl")] == ["non_hate"] * 3
+    systems = [b["messages"][0]["content"] for b in fake.bodies if b["model"] == "gen"]
+    assert any("非仇恨对照" in s for s in systems) and any("非仇恨对照" not in s for s in systems)
+    extraction = [b["messages"][-1]["content"] for b in fake.bodies if b["model"] == "extract"]
+    assert sum("保持原文立场" in m for m in extraction) == 3  # the claim prompt for the controls
+    report = cli("softhate", "report", *items, "-j", judged, "--json", "-")
+    assert report.exit_code == 0, report.stderr
+    (model,) = json.loads(report.stdout)["models"].values()
+    by_tier = model["report"]["specificity_by_tier"]
+    # the loopback detector calls any text naming a region hateful: every control is misjudged
+    assert {t: (r["n"], r["mean"]) for t, r in by_tier.items()} == {"hard": (3, 0.0), "softbase": (3, 0.0)}
+    assert model["report"]["n_pairs"] == 3  # hate seeds h0..h2 paired with their softbase items

@@ -345,6 +345,8 @@ def report(
             console.print(_matrix(f"{model}: HSR by group and tier (%)", main.by_tier_group, tiers))
         if main.specificity is not None:
             say(f"{model}: specificity on non-hate controls {_rate(main.specificity)} % (n = {main.specificity.n})")
+            for tier, rate in main.specificity_by_tier.items():
+                say(f"  {tier}: {_rate(rate)} % (n = {rate.n})")
         if main.classification is not None:
             c = main.classification
             say(f"{model}: accuracy {100 * c.accuracy.mean:.1f} %, macro-F1 {100 * c.macro_f1.mean:.1f} %")
