@@ -320,7 +320,7 @@ def report(
         try:
             agreement = agreement_summary(sheet_rows, {i.id: i.gold for i in base})
         except ValueError as exc:
-            raise InputError.at(str((sheets or ["--sheet"])[0]), None, "item_id", str(exc)) from None
+            raise InputError.at(str(sheets[0]) if sheets else "--sheet", None, "item_id", str(exc)) from None
     payload = {
         "models": {
             m: {"report": r.to_dict(), "ablation": [_ablation_dict(a) for a in s]} for m, (r, s) in reports.items()

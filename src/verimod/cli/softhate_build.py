@@ -1,12 +1,14 @@
-"""``verimod softhate standpoints | generate | variants``: building SoftHateBench items.
+"""``verimod softhate standpoints | variants`` and the scorers shared with ``generate``
+(:mod:`verimod.cli.softhate_generate`): building SoftHateBench items.
 
 Scorers are chosen by spec: ``--nli gguf:PATH`` asks a local model the NLI question and reads
 the three labels' token log-probabilities; any other backend spec is asked through the engine
-(``label_probs`` of a classifier, else the answer text). ``--lm PATH`` (repeatable) are the
-scorer LMs (GGUF files: surprisal and next-token entropy need per-token log-probabilities);
-without one, a ``gguf:`` generator scores with its own file. ``--safety SPEC[=THRESHOLD]``
-(repeatable) builds the safety-filter ensemble; generation refuses to run without one unless
-``--no-safety`` says so explicitly.
+(``label_probs`` of a classifier, else the answer text). ``--lm`` (repeatable) are the scorer
+LMs — surprisal and next-token entropy need per-token log-probabilities: a GGUF file, an
+``openai:NAME[@URL]`` server that gives them (vLLM, llama.cpp server; checked before the run)
+or ``table:FILE``; without one, the generator scores with its own GGUF file or server.
+``--safety SPEC[=THRESHOLD]`` (repeatable) builds the safety-filter ensemble; generation
+refuses to run without one unless ``--no-safety`` says so explicitly.
 """
 
 from __future__ import annotations
@@ -381,6 +383,7 @@ def standpoints(
                 cache=cache,
             )  # fmt: skip
             entailment = None if nli_scorer is None else entailment_from_nli(nli_scorer)
+            selection: Any
             if per == "seed":
                 selection = await select_seed_standpoints(
                     extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold,

@@ -75,7 +75,7 @@ def select_top(items: Sequence[GeneratedItem], top: int = PAPER_TOP) -> Selectio
     for item in items:
         if item.tier is not Tier.SOFTBASE or item.amt is None:
             raise ValueError(f"item {item.id!r} is not a softbase item with its AMT")
-        key = (item.gold, item.amt.target.level2)
+        key: tuple[str, str] = (item.gold, item.amt.target.level2)
         grouped.setdefault(key, []).append(item)
         level1[key] = item.amt.target.level1.value
     kept: list[GeneratedItem] = []
