@@ -33,6 +33,14 @@ def say(text: str) -> None:
     console.print(text, highlight=False, soft_wrap=True, markup=False)
 
 
+def annotator_names(text: str) -> list[str]:
+    """The distinct comma-separated names of ``--annotators`` (an input error otherwise)."""
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    if not names or len(set(names)) != len(names):
+        raise InputError.at("--annotators", None, None, "give one or more distinct names")
+    return names
+
+
 def choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
     """``value`` when it is one of ``allowed``, else an input error naming ``option``."""
     if value not in allowed:

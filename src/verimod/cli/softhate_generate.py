@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from verimod.cli.backend_options import ApiKeyEnv, BaseUrl, Concurrency, NoCache, run_with_backend
 from verimod.cli.common import QuietOption, bad_input_exits
-from verimod.cli.softhate import choice, say, softhate_app
+from verimod.cli.softhate import annotator_names, choice, say, softhate_app
 from verimod.cli.softhate_build import (
     ExplicitThreshold,
     Generator,
@@ -248,9 +248,7 @@ def select(
             selection = select_top(bases, top)
         except ValueError as exc:
             raise InputError.at(str(base_paths[0]), None, None, str(exc)) from None
-        names = [a.strip() for a in annotators.split(",") if a.strip()]
-        if not names or len(set(names)) != len(names):
-            raise InputError.at("--annotators", None, None, "give one or more distinct names")
+        names = annotator_names(annotators)
         kept = selection.items
         report: dict[str, Any] = {"top": top, **selection.to_dict()}
         if sheet:

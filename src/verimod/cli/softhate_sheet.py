@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from verimod.cli.common import QuietOption, bad_input_exits
-from verimod.cli.softhate import choice, say, softhate_app
+from verimod.cli.softhate import annotator_names, choice, say, softhate_app
 from verimod.core.errors import InputError
 
 
@@ -50,9 +50,7 @@ def sheet(
         choice("--kind", kind, ("structure", "perception"))
         if n < 1:
             raise InputError.at("--n", None, None, f"must be at least 1, got {n}")
-        names = [a.strip() for a in annotators.split(",") if a.strip()]
-        if not names or len(set(names)) != len(names):
-            raise InputError.at("--annotators", None, None, "give one or more distinct names")
+        names = annotator_names(annotators)
         items = load_items(items_paths)
         try:
             if kind == "structure":

@@ -36,7 +36,13 @@ from verimod.core.errors import one_line
 from verimod.tasks.softhate.groups import GroupTaxonomy, Resolution
 from verimod.tasks.softhate.schema import Gold, Standpoint
 from verimod.tasks.softhate.scorers import ScoringError
-from verimod.tasks.softhate.standpoints import CHECK_FIELDS, UNRESOLVED, AsyncEntailment, Extraction
+from verimod.tasks.softhate.standpoints import (
+    CHECK_FIELDS,
+    UNRESOLVED,
+    AsyncEntailment,
+    Extraction,
+    check_selection_args,
+)
 
 RESOLUTION_FIELDS: Final = ("item_id", "target", "group", "level1", "method", "form", "score", "reason")
 
@@ -99,10 +105,7 @@ async def select_seed_standpoints(
     A :class:`~verimod.tasks.softhate.scorers.ScoringError` from ``entailment`` fails that
     check (its value is None, ``error`` holds the message); other exceptions propagate.
     """
-    if min_group < 1:
-        raise ValueError(f"min_group must be ≥ 1, got {min_group}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    check_selection_args(min_group, threshold, [e.item_id for e in extractions])
     if concurrency < 1:
         raise ValueError(f"concurrency must be ≥ 1, got {concurrency}")
     ids = [standpoint_id(e.item_id) for e in extractions]

@@ -285,6 +285,17 @@ class GroupSelection:
     checks: list[dict[str, Any]]
 
 
+def check_selection_args(min_group: int, threshold: float, item_ids: Sequence[str]) -> None:
+    """ValueError for ``min_group < 1``, a threshold outside [0, 1] or a repeated item id."""
+    if min_group < 1:
+        raise ValueError(f"min_group must be ≥ 1, got {min_group}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    repeated = [i for i, n in Counter(item_ids).items() if n > 1]
+    if repeated:
+        raise ValueError(f"duplicate item id {repeated[0]!r}")
+
+
 async def select_group_standpoints(
     extractions: Sequence[Extraction],
     taxonomy: GroupTaxonomy,
@@ -300,13 +311,7 @@ async def select_group_standpoints(
     check (the value is None and ``error`` holds the message; the next member is tried); other
     exceptions propagate. ``entailment=None``: no check, ``passed`` is None.
     """
-    if min_group < 1:
-        raise ValueError(f"min_group must be ≥ 1, got {min_group}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-    repeated = [i for i, n in Counter(e.item_id for e in extractions).items() if n > 1]
-    if repeated:
-        raise ValueError(f"duplicate item id {repeated[0]!r}")
+    check_selection_args(min_group, threshold, [e.item_id for e in extractions])
     assigned: dict[str, list[Extraction]] = {g.name: [] for g in taxonomy.groups}
     unresolved = 0
     for e in extractions:

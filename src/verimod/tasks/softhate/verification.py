@@ -166,6 +166,11 @@ class VerificationSummary:
         return json_ready(asdict(self))
 
 
+def _yes_no_table(votes: Iterable[Counter[bool]]) -> RatingTable:
+    """Items × (yes, no) verdict counts, for Fleiss' κ."""
+    return RatingTable.from_counts([[v[True], v[False]] for v in votes], categories=("yes", "no"))
+
+
 def _slice_order(key: tuple[str, str | None]) -> tuple[Any, ...]:
     criterion, tier = key
     return criterion, tier is not None, TIERS.index(tier) if tier in TIERS else len(TIERS), tier or ""
@@ -191,7 +196,7 @@ def verification_summary(
         items = slices[(criterion, tier)]
         passed = sum(1 for v in items if v[True] > (v[True] + v[False]) / 2)
         low, high = wilson_interval(passed, len(items), confidence)
-        table = RatingTable.from_counts([[v[True], v[False]] for v in items], categories=("yes", "no"))
+        table = _yes_no_table(items)
         out.append(
             VerificationSummary(
                 criterion,
@@ -250,7 +255,7 @@ def agreement_summary(
             majority = True if votes[True] > votes[False] else False if votes[False] > votes[True] else None
             agree += majority is not None and majority == (gold[item_id] == "hate")
         low, high = wilson_interval(agree, len(ids), confidence)
-        table = RatingTable.from_counts([[counts[i][True], counts[i][False]] for i in ids], categories=("yes", "no"))
+        table = _yes_no_table([counts[i] for i in ids])
         out.append(
             AgreementSummary(criterion, label, len(ids), agree, agree / len(ids), low, high, fleiss_kappa(table))
         )
