@@ -23,6 +23,7 @@ served the way the real servers do (``logprob_modes`` chooses which):
 
 Chat answers carry ``choices[0].logprobs.content`` when the request asks ``logprobs: true``.
 A mode left out behaves like a server without it: the parameter is ignored, the endpoint 404s.
+``delay_s`` applies to these endpoints too.
 
 Run in-process (:class:`FakeOpenAIServer`, a background thread with its own event loop) or as
 a separate process: ``python tests/helpers/fake_openai.py --port 0 --answers answers.json``
@@ -61,6 +62,7 @@ class ToyLM:
         self.chars = list(chars)
         self.ids = {ch: self.OFFSET + k for k, ch in enumerate(self.chars)}
         self.vocab = [self.UNK, *self.ids.values()]
+        self._ranked: dict[int, list[tuple[int, float]]] = {}
 
     def tokenize(self, text: str, special: bool) -> list[int]:
         return ([self.BOS] if special else []) + [self.ids.get(ch, self.UNK) for ch in text]
@@ -77,14 +79,17 @@ class ToyLM:
         return {t: -0.3 * ((t - last) % 13) + 0.1 * (t % 5) for t in self.vocab}
 
     def logprobs(self, prefix: list[int]) -> dict[int, float]:
-        z = self.logits(prefix)
-        top = max(z.values())
-        norm = top + math.log(sum(math.exp(v - top) for v in z.values()))
-        return {t: v - norm for t, v in z.items()}
+        return dict(self.ranked(prefix))
 
     def ranked(self, prefix: list[int]) -> list[tuple[int, float]]:
-        """(id, logprob) best first (ties: smaller id)."""
-        return sorted(self.logprobs(prefix).items(), key=lambda kv: (-kv[1], kv[0]))
+        """(id, logprob) best first (ties: smaller id); it depends on the last token only."""
+        last = prefix[-1] if prefix else 0
+        if last not in self._ranked:
+            z = self.logits(prefix)
+            top = max(z.values())
+            norm = top + math.log(sum(math.exp(v - top) for v in z.values()))
+            self._ranked[last] = sorted(((t, v - norm) for t, v in z.items()), key=lambda kv: (-kv[1], kv[0]))
+        return self._ranked[last]
 
 
 DEFAULT_VOCABULARY = (
@@ -197,6 +202,8 @@ class FakeOpenAI:
     async def tokenize(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(("/tokenize", body))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if "content" in body and "llama.cpp" in self.logprob_modes:
             return web.json_response({"tokens": self.lm.tokenize(body["content"], bool(body.get("add_special")))})
         if "prompt" in body and self.logprob_modes & {"vllm"}:
@@ -208,6 +215,8 @@ class FakeOpenAI:
         """vLLM-style ``/v1/completions`` (text completion, echo, logprobs, prompt_logprobs)."""
         body = await request.json()
         self.requests.append(("/v1/completions", body))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         prompt = self._prompt_ids(body["prompt"])
         generated = []
         for _ in range(max(0, int(body.get("max_tokens", 16)))):
@@ -278,6 +287,8 @@ class FakeOpenAI:
         """llama.cpp server's ``/completion`` with ``n_probs`` (generated token only)."""
         body = await request.json()
         self.requests.append(("/completion", body))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if "llama.cpp" not in self.logprob_modes:
             return web.Response(status=404, text="Not Found")
         prompt = self._prompt_ids(body["prompt"])

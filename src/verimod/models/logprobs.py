@@ -2,7 +2,8 @@
 continuation after a context (teacher forcing over HTTP).
 
 **Reading** (pure functions over decoded JSON; a body that lacks what they need raises
-:class:`~verimod.models.base.BackendError` ``bad_response``):
+:class:`~verimod.models.base.BackendError` ``bad_response``; every value is checked here, so the
+records are built without a second validation — a long continuation has thousands of them):
 
 - :func:`chat_logprobs` — the chat-completions ``choices[0].logprobs.content`` list of
   ``{"token", "logprob", "top_logprobs": [{"token", "logprob"}]}`` (OpenAI, vLLM, llama.cpp);
@@ -89,11 +90,11 @@ def chat_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob] | None:
         if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
             raise _bad(f"logprobs.content[{i}] has no token")
         top = tuple(
-            TopLogprob(token=str(t.get("token", "")), logprob=_number(t.get("logprob"), f"top_logprobs of token {i}"))
+            TopLogprob.model_construct(token=str(t.get("token", "")), logprob=_number(t.get("logprob"), f"top_logprobs of token {i}"))
             for t in entry.get("top_logprobs") or ()
             if isinstance(t, dict)
         )
-        out.append(TokenLogprob(token=entry["token"], logprob=_number(entry.get("logprob"), f"token {i}"), top=top))
+        out.append(TokenLogprob.model_construct(token=entry["token"], logprob=_number(entry.get("logprob"), f"token {i}"), top=top))
     return out
 
 
@@ -120,13 +121,13 @@ def prompt_logprobs(payload: Any, token_ids: Sequence[int], last: int) -> list[T
             except ValueError:
                 raise _bad(f"prompt_logprobs[{position}] key {key!r} is not a token id") from None
             logprob = _number(value.get("logprob"), f"prompt_logprobs[{position}][{key!r}].logprob")
-            top.append(TopLogprob(token=str(value.get("decoded_token") or ""), token_id=token_id, logprob=logprob))
+            top.append(TopLogprob.model_construct(token=str(value.get("decoded_token") or ""), token_id=token_id, logprob=logprob))
             if token_id == token_ids[position]:
                 own = logprob
         if own is None:
             raise _bad(f"prompt_logprobs[{position}] lacks the prompt token {token_ids[position]}")
         token = next(t.token for t in top if t.token_id == token_ids[position])
-        out.append(TokenLogprob(token=token, token_id=token_ids[position], logprob=own, top=tuple(top)))
+        out.append(TokenLogprob.model_construct(token=token, token_id=token_ids[position], logprob=own, top=tuple(top)))
     return out
 
 
@@ -162,10 +163,10 @@ def echo_logprobs(payload: Any, prompt: str, start: int) -> list[TokenLogprob]:
         if values[i] is None:
             raise _bad(f"no log-probability for the echoed token {i}")
         top = tuple(
-            TopLogprob(token=str(k), logprob=_number(v, f"top_logprobs[{i}][{k!r}]"))
+            TopLogprob.model_construct(token=str(k), logprob=_number(v, f"top_logprobs[{i}][{k!r}]"))
             for k, v in (tops[i] or {}).items()
         )
-        out.append(TokenLogprob(token=tokens[i], logprob=_number(values[i], f"token_logprobs[{i}]"), top=top))
+        out.append(TokenLogprob.model_construct(token=tokens[i], logprob=_number(values[i], f"token_logprobs[{i}]"), top=top))
     if end != len(prompt):
         raise BackendError("model", "the prompt does not end on an echoed token boundary (cannot align it)")
     return out
@@ -192,9 +193,9 @@ def llamacpp_position(payload: Any, token_id: int) -> TokenLogprob:
             raise _bad("a top_logprobs entry has no token id")
         value = _number(entry.get(key), f"top_logprobs {key}")
         logprob = value if key == "logprob" else (math.log(value) if value > 0 else -math.inf)
-        top.append(TopLogprob(token=str(entry.get("token", "")), token_id=entry["id"], logprob=logprob))
+        top.append(TopLogprob.model_construct(token=str(entry.get("token", "")), token_id=entry["id"], logprob=logprob))
     own = next((t for t in top if t.token_id == token_id), None)
-    return TokenLogprob(
+    return TokenLogprob.model_construct(
         token=own.token if own else "", token_id=token_id, logprob=own.logprob if own else None, top=tuple(top)
     )
 
