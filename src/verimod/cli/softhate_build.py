@@ -30,6 +30,7 @@ from verimod.core.resumable import AppendLog
 from verimod.core.validation import validation_problems
 from verimod.data.jsonl import read_jsonl, write_jsonl
 from verimod.models.base import BackendError, ModelBackend
+from verimod.tasks.softhate.bounded import BoundedBackend
 
 Record = TypeVar("Record", bound=BaseModel)
 
@@ -71,8 +72,9 @@ def load_models(path: Path, model: type[Record]) -> list[Record]:
 class Scorers:
     """The backends and scorers of one command, closed together."""
 
-    def __init__(self, base_url: list[str] | None, api_key_env: str | None) -> None:
-        self._base_url, self._api_key_env = base_url, api_key_env
+    def __init__(self, base_url: list[str] | None, api_key_env: str | None, bound: int | None = None) -> None:
+        """``bound``: at most this many requests in flight on each model, across all callers."""
+        self._base_url, self._api_key_env, self._bound = base_url, api_key_env, bound
         self.backends: list[ModelBackend] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._llamas: dict[Path, Any] = {}
@@ -82,7 +84,7 @@ class Scorers:
         """A backend of ``spec``, closed with the others."""
         backend = backend_from_options(spec, self._base_url, self._api_key_env, option)
         self.backends.append(backend)
-        return backend
+        return backend if self._bound is None else BoundedBackend(backend, self._bound)
 
     def nli(self, spec: str, language: str) -> Any:
         """The NLI scorer of ``--nli``."""
@@ -122,7 +124,7 @@ class Scorers:
         from verimod.tasks.softhate.http_scorer import HttpLanguageScorer
 
         try:
-            scorer = HttpLanguageScorer(backend, top_k=top_k)
+            scorer = HttpLanguageScorer(backend, top_k=top_k, limit=self._bound)
         except ValueError as exc:
             raise InputError.at("--lm-top-k", None, None, str(exc)) from None
         self.http_lms.append(scorer)
@@ -251,7 +253,7 @@ def variants(
             config = VariantConfig(n_candidates=n, max_tokens=max_tokens, language=cast(Any, language), seed=seed)
         except ValidationError as exc:
             raise InputError.at("--n", None, None, str(exc.errors()[0]["msg"])) from None
-        scorers = Scorers(base_url, api_key_env)
+        scorers = Scorers(base_url, api_key_env, max_concurrency)
         gen = scorers.backend(generator, "--generator")
         nli_scorer = scorers.nli(nli, language)
         safety_filter = scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold, safety_positive)
@@ -369,7 +371,7 @@ def standpoints(
                 raise InputError.at("--more-than", None, None, str(exc)) from None
             seeds = [s for s, keep in zip(seeds, vote.keep.tolist(), strict=True) if keep]
             counts |= {"detectors": len(detectors), "more than": vote.more_than, "kept by the vote": len(seeds)}
-        scorers = Scorers(base_url, api_key_env)
+        scorers = Scorers(base_url, api_key_env, max_concurrency)
         extractor = scorers.backend(extract_with, "--extract-with")
         nli_scorer = None if nli is None else scorers.nli(nli, language)
     by_id = {s.id: s for s in seeds}

@@ -103,7 +103,7 @@ def generate(
     from verimod.tasks.softhate.prompts import softhate_prompts, target_name
     from verimod.tasks.softhate.schema import Locus, SearchConfig, SearchTrace, Standpoint
     from verimod.tasks.softhate.scoring import CostWeights, ScoringConfig
-    from verimod.tasks.softhate.searches import BoundedBackend, finished_searches, plan_searches, run_searches
+    from verimod.tasks.softhate.searches import finished_searches, plan_searches, run_searches
 
     with bad_input_exits():
         choice("--language", language, ("en", "zh"))
@@ -145,8 +145,8 @@ def generate(
             raise InputError.at("--parallel", None, None, f"must be at least 1, got {parallel}")
         searches = out_dir / "searches.jsonl"
         done = finished_searches(searches, config)
-        scorers = Scorers(base_url, api_key_env)
-        gen = BoundedBackend(scorers.backend(generator, "--generator"), max_concurrency)
+        scorers = Scorers(base_url, api_key_env, max_concurrency)
+        gen = scorers.backend(generator, "--generator")
         nli_scorer = scorers.nli(nli, language)
         lm_scorers = scorers.lms(lm or [], gen, lm_top_k)
         safety_filter = (

@@ -90,11 +90,17 @@ def chat_logprobs(choice: Mapping[str, Any]) -> list[TokenLogprob] | None:
         if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
             raise _bad(f"logprobs.content[{i}] has no token")
         top = tuple(
-            TopLogprob.model_construct(token=str(t.get("token", "")), logprob=_number(t.get("logprob"), f"top_logprobs of token {i}"))
+            TopLogprob.model_construct(
+                token=str(t.get("token", "")), logprob=_number(t.get("logprob"), f"top_logprobs of token {i}")
+            )
             for t in entry.get("top_logprobs") or ()
             if isinstance(t, dict)
         )
-        out.append(TokenLogprob.model_construct(token=entry["token"], logprob=_number(entry.get("logprob"), f"token {i}"), top=top))
+        out.append(
+            TokenLogprob.model_construct(
+                token=entry["token"], logprob=_number(entry.get("logprob"), f"token {i}"), top=top
+            )
+        )
     return out
 
 
@@ -121,7 +127,11 @@ def prompt_logprobs(payload: Any, token_ids: Sequence[int], last: int) -> list[T
             except ValueError:
                 raise _bad(f"prompt_logprobs[{position}] key {key!r} is not a token id") from None
             logprob = _number(value.get("logprob"), f"prompt_logprobs[{position}][{key!r}].logprob")
-            top.append(TopLogprob.model_construct(token=str(value.get("decoded_token") or ""), token_id=token_id, logprob=logprob))
+            top.append(
+                TopLogprob.model_construct(
+                    token=str(value.get("decoded_token") or ""), token_id=token_id, logprob=logprob
+                )
+            )
             if token_id == token_ids[position]:
                 own = logprob
         if own is None:
@@ -166,7 +176,9 @@ def echo_logprobs(payload: Any, prompt: str, start: int) -> list[TokenLogprob]:
             TopLogprob.model_construct(token=str(k), logprob=_number(v, f"top_logprobs[{i}][{k!r}]"))
             for k, v in (tops[i] or {}).items()
         )
-        out.append(TokenLogprob.model_construct(token=tokens[i], logprob=_number(values[i], f"token_logprobs[{i}]"), top=top))
+        out.append(
+            TokenLogprob.model_construct(token=tokens[i], logprob=_number(values[i], f"token_logprobs[{i}]"), top=top)
+        )
     if end != len(prompt):
         raise BackendError("model", "the prompt does not end on an echoed token boundary (cannot align it)")
     return out

@@ -42,6 +42,7 @@ from verimod.models.base import (
     TokenLogprob,
 )
 from verimod.models.openai_compat import OpenAICompatibleBackend
+from verimod.tasks.softhate.bounded import BoundedBackend
 from verimod.tasks.softhate.scorers import ScoringError, hashed_key
 from verimod.tasks.softhate.scoring import LmStats
 
@@ -126,7 +127,9 @@ class HttpLanguageScorer:
         top_k: int = DEFAULT_TOP_K,
         engine: EngineConfig | None = None,
         cache: ResponseCache | None = None,
+        limit: int | None = None,
     ) -> None:
+        """``limit``: at most this many scoring requests in flight across all callers."""
         if not isinstance(backend, OpenAICompatibleBackend):
             raise TypeError(f"{backend.spec} is not an OpenAI-compatible (openai:) backend")
         if top_k < 1:
@@ -136,7 +139,8 @@ class HttpLanguageScorer:
         self.engine = engine or EngineConfig()
         self.cache = cache
         self.name = f"{backend.spec}/logprobs"
-        self._adapter = ContinuationLogprobBackend(backend, top_k)
+        adapter = ContinuationLogprobBackend(backend, top_k)
+        self._adapter: ModelBackend = adapter if limit is None else BoundedBackend(adapter, limit)
 
     async def probe(self) -> str:
         """The server's log-probability protocol; :class:`ScoringError` (with the server's

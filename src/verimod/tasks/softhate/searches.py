@@ -9,9 +9,9 @@ soon as it is done (the command appends it to ``searches.jsonl``; a killed run l
 searches in flight). :func:`finished_searches` reads what an earlier run finished and refuses
 a file made with other search settings: a resumed benchmark never mixes two configurations.
 
-:class:`BoundedBackend` caps the requests in flight on one backend across every concurrent
-search (each search's engine call has its own limit; the bound holds the sum), so
-``--max-concurrency`` keeps its meaning however many searches run at once.
+:class:`~verimod.tasks.softhate.bounded.BoundedBackend` caps the requests in flight on one
+backend across every concurrent search (each search's engine call has its own limit; the bound
+holds the sum), so ``--max-concurrency`` keeps its meaning however many searches run at once.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError
 from verimod.core.validation import validation_problems
 from verimod.data.jsonl import read_jsonl
-from verimod.models.base import BackendError, ModelBackend, ModelRequest, ModelResponse
+from verimod.models.base import ModelBackend
+from verimod.tasks.softhate.bounded import BoundedBackend
 from verimod.tasks.softhate.generate import choose_locus, generate_amt
 from verimod.tasks.softhate.schema import Locus, SearchConfig, SearchTrace, Standpoint
 from verimod.tasks.softhate.scorers import LanguageScorer, NliScorer, SafetyCheck
 
 Plan = list[tuple[Standpoint, Locus]]
+__all__ = ["BoundedBackend", "Plan", "finished_searches", "plan_searches", "run_searches"]
 
 
 def plan_searches(standpoints: Sequence[Standpoint], loci: str | Sequence[Locus] = "auto", seed: int = 0) -> Plan:
@@ -83,43 +85,6 @@ def finished_searches(path: str | Path, config: SearchConfig | None = None) -> d
                 raise InputError.at(name, line, "config", message + " or write to another --out folder")
         latest[(trace.standpoint.id, trace.locus)] = trace
     return latest
-
-
-class BoundedBackend(ModelBackend):
-    """``inner`` with at most ``limit`` requests in flight across all its callers (module
-    docstring); same spec, identity (cache keys) and batching."""
-
-    def __init__(self, inner: ModelBackend, limit: int) -> None:
-        super().__init__(inner.name, inner.options)
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1, got {limit}")
-        self.inner = inner
-        self.prefix = inner.prefix  # type: ignore[misc]
-        self.kind = inner.kind  # type: ignore[misc]
-        self.batch_size = inner.batch_size
-        self.max_concurrency = inner.max_concurrency
-        self._slots = asyncio.Semaphore(limit)
-
-    def __getattr__(self, name: str) -> Any:  # the inner backend's own attributes (a gguf path …)
-        return getattr(self.inner, name)
-
-    def identity(self) -> dict[str, Any]:
-        """The inner backend's identity."""
-        return self.inner.identity()
-
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        """The inner answer, once a slot is free."""
-        async with self._slots:
-            return await self.inner.generate(request)
-
-    async def generate_batch(self, requests: Sequence[ModelRequest]) -> list[ModelResponse | BackendError]:
-        """The inner batch answer, once a slot is free (a batch takes one slot)."""
-        async with self._slots:
-            return await self.inner.generate_batch(requests)
-
-    async def aclose(self) -> None:
-        """Close the inner backend."""
-        await self.inner.aclose()
 
 
 async def run_searches(
