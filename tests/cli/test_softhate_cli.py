@@ -190,7 +190,7 @@ def test_standpoints_vote_extract_and_check(cli, tmp_path):
     })  # fmt: skip
     out = tmp_path / "sp"
     result = cli("softhate", "standpoints", seeds, "-o", out, "--extract-with", extractor, "--nli", nli,
-                 "--votes", votes[0], "--votes", votes[1], "--min-group", "2")  # fmt: skip
+                 "--votes", votes[0], "--votes", votes[1], "--min-group", "2", "--per", "group")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     (standpoint,) = lines(out / "standpoints.jsonl")
     assert standpoint["id"] == "sp-women" and standpoint["text"] == SAME and standpoint["source_id"] == "s2"
@@ -210,6 +210,44 @@ def test_standpoints_vote_extract_and_check(cli, tmp_path):
     checks = [(c["item_id"], c["passed"]) for c in selection["checks"]]
     assert checks == [("s1", False), ("s2", True)]
     assert [e["item_id"] for e in lines(out / "extractions.jsonl")] == ["s1", "s2", "s3", "s4"]
+
+
+def test_standpoints_one_per_verified_seed(cli, tmp_path):
+    seeds = write_lines(tmp_path / "seeds.jsonl", [
+        {"id": i, "text": t, "tier": "hard", "gold": "hate", "group": g} for i, t, g in SEEDS
+    ])  # fmt: skip
+    extractor = scripted(tmp_path / "extract.jsonl", {
+        "s1": json.dumps({"standpoint": SAME, "target": "women"}),
+        "s2": json.dumps({"standpoint": SAME, "target": "these women"}),
+        "s3": json.dumps({"standpoint": "Women should not vote.", "target": "woman"}),
+        "s4": json.dumps({"standpoint": "Muslims are dangerous.", "target": "Muslims"}),
+        "s5": json.dumps({"standpoint": "Women should not drive.", "target": "Women"}),
+    })  # fmt: skip
+    text = dict((i, t) for i, t, _ in SEEDS)
+    nli = scripted(tmp_path / "nli.jsonl", {
+        hashed_key("nli", SAME, text["s1"]): probs(0.9, 0.1, 0.0),
+        hashed_key("nli", text["s1"], SAME): probs(0.3, 0.6, 0.1),  # fails backward
+        hashed_key("nli", SAME, text["s2"]): probs(0.8, 0.2, 0.0),
+        hashed_key("nli", text["s2"], SAME): probs(0.7, 0.3, 0.0),
+        hashed_key("nli", "Women should not vote.", text["s3"]): probs(0.9, 0.1, 0.0),
+        hashed_key("nli", text["s3"], "Women should not vote."): probs(0.95, 0.05, 0.0),
+        # s5 has no NLI answer: its check fails with the scorer's error
+    })  # fmt: skip
+    out = tmp_path / "sp"
+    result = cli("softhate", "standpoints", seeds, "-o", out, "--extract-with", extractor, "--nli", nli,
+                 "--min-group", "2")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    standpoints = lines(out / "standpoints.jsonl")
+    assert [(s["id"], s["source_id"], s["target"]["name"]) for s in standpoints] == [
+        ("sp-s2", "s2", "Women"), ("sp-s3", "s3", "Women")
+    ]  # fmt: skip
+    assert [(h["id"], h["standpoint_id"]) for h in lines(out / "hard.jsonl")] == [("s2", "sp-s2"), ("s3", "sp-s3")]
+    targets = {t["item_id"]: (t["group"], t["method"]) for t in lines(out / "targets.jsonl")}
+    assert targets["s2"] == ("Women", "rewrite") and targets["s4"] == ("Muslims", "exact")
+    selection = json.loads((out / "selection.json").read_text(encoding="utf-8"))
+    assert "Muslims" in selection["dropped"]  # one member < --min-group 2
+    checks = {c["item_id"]: (c["passed"], c["error"] is not None) for c in selection["checks"]}
+    assert checks == {"s1": (False, False), "s2": (True, False), "s3": (True, False), "s5": (False, True)}
 
 
 def test_standpoints_need_a_check_or_no_check(cli, tmp_path):
@@ -320,6 +358,54 @@ def test_generate_resumes_without_asking_again(cli, built, tmp_path):
     assert "(0 run now)" in again.stdout and len(lines(built["out"] / "softbase.jsonl")) == 1
 
 
+def test_generate_refuses_to_resume_with_other_settings_and_records_them(cli, built, tmp_path):
+    args = (built["standpoints"], "-o", built["out"], "-g", built["generator"], "--lm", f"table:{built['table']}",
+            "--loci", "analogy", "--beam", "1", "--candidates", "1", *built["common"])  # fmt: skip
+    changed = cli("softhate", "generate", *args, "--tau-ent", "0.7")
+    assert (
+        changed.exit_code == 2
+        and "searches.jsonl:1" in changed.stderr
+        and "tau_ent: 0.6 there, 0.7 now" in changed.stderr
+    )
+    manifest = json.loads((built["out"] / "generate.json").read_text(encoding="utf-8"))
+    assert manifest["config"]["scoring"]["tau_ent"] == 0.6 and manifest["searches_planned"] == 2
+    weights = cli("softhate", "generate", args[0], "-o", tmp_path / "w", *args[3:], "--cost-weights", "1,2")
+    assert weights.exit_code == 2 and "--cost-weights" in weights.stderr
+    bad = cli("softhate", "generate", args[0], "-o", tmp_path / "b", *args[3:], "--tau-ent", "1.5")
+    assert bad.exit_code == 2 and "--tau-ent" in bad.stderr
+
+
+def test_generate_in_chinese_needs_chinese_group_names(cli, built, tmp_path):
+    english_only = write_lines(tmp_path / "sp.jsonl", [{"id": "sp1", "text": S1, "target": GROUP}])
+    result = cli("softhate", "generate", english_only, "-o", tmp_path / "zh", "-g", built["generator"], "--lm",
+                 f"table:{built['table']}", "--language", "zh", *built["common"])  # fmt: skip
+    assert result.exit_code == 2 and "sp.jsonl:1" in result.stderr and "has no zh name" in result.stderr
+
+
+def test_generate_refuses_an_http_scorer_lm_without_logprobs(cli, built, tmp_path):
+    from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+
+    with FakeOpenAIServer(FakeOpenAI(logprob_modes=frozenset())) as server:
+        result = cli("softhate", "generate", built["standpoints"], "-o", tmp_path / "h", "-g", built["generator"],
+                     "--lm", f"openai:plain@{server.base_url}", "--loci", "analogy", *built["common"])  # fmt: skip
+    assert result.exit_code == 2 and "--lm" in result.stderr and "gives no token log-probabilities" in result.stderr
+    assert "\n" not in result.stderr.strip()
+    assert not (tmp_path / "h" / "searches.jsonl").exists() or not lines(tmp_path / "h" / "searches.jsonl")
+
+
+def test_select_and_sheet_refuse_bad_input(cli, built, tmp_path):
+    out = tmp_path / "sel"
+    assert cli("softhate", "select", built["out"] / "softbase.jsonl", "-o", out).exit_code == 0
+    partial = tmp_path / "partial.csv"
+    partial.write_text("item_id,annotator,criterion,verdict\nsp1/analogy,a,validity,yes\n", encoding="utf-8")
+    result = cli("softhate", "select", built["out"] / "softbase.jsonl", "-o", out, "--sheet", partial)
+    assert result.exit_code == 2 and "sp1/analogy" in result.stderr and "no verdict on coherence" in result.stderr
+    too_many = cli("softhate", "sheet", built["out"] / "softbase.jsonl", "-o", tmp_path / "s.csv", "--n", "5")
+    assert too_many.exit_code == 2 and "only 0 standpoints" in too_many.stderr
+    generic = cli("softhate", "seeds", partial, "--from", "generic", "-o", tmp_path / "g.jsonl")
+    assert generic.exit_code == 2 and "--map" in generic.stderr
+
+
 def test_variants_pick_an_admissible_candidate(built):
     out = built["out"]
     (gv,) = lines(out / "softgv.jsonl")
@@ -354,7 +440,9 @@ HARD = [
 def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
     out = built["out"]
     hard = write_lines(tmp_path / "hard.jsonl", [
-        {"id": i, "text": f"hard text {i}", "tier": "hard", "domain": d, "group": g} for i, d, g, _ in HARD
+        {"id": i, "text": f"hard text {i}", "tier": "hard", "domain": d, "group": g}
+        | ({"standpoint_id": "sp1"} if i == "h1" else {})  # h1 is sp1's seed: its soft items pair with it
+        for i, d, g, _ in HARD
     ] + [
         {"id": "c1", "text": "a friendly control", "gold": "non_hate"},
         {"id": "c2", "text": "another control", "gold": "non_hate"},
@@ -367,11 +455,14 @@ def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
         "sp1/analogy/softhv": "I cannot decide",
         "c1": "safe", "c2": "hateful",
         "sp1/analogy#E+D": "safe", "sp1/analogy#E+D+P": "safe", "sp1/analogy#E+D+P+M": "hateful",
+        "sp1/analogy/softgv#E+D": "safe", "sp1/analogy/softgv#E+D+P": "hateful",
+        "sp1/analogy/softgv#E+D+P+M": "hateful",
+        "sp1/analogy/softhv#E+D": "safe", "sp1/analogy/softhv#E+D+P": "safe", "sp1/analogy/softhv#E+D+P+M": "safe",
     })  # fmt: skip
     judged = tmp_path / "judged.jsonl"
     result = cli("softhate", "evaluate", *items, "-o", judged, "-m", detector, "--runs", "2", "--ablation")
     assert result.exit_code == 0, result.stderr
-    assert len(lines(judged)) == (6 + 3 + 3) * 2
+    assert len(lines(judged)) == (6 + 3 + 3 * 3) * 2  # the scaffold on all three soft tiers
     # A second detector, written by hand, that disagrees between its two runs.
     other = write_lines(tmp_path / "other.jsonl", [
         {"item_id": i, "run": r, "model": "other", "label": "hate" if (r == 0 or i == "h1") else "non_hate"}
@@ -397,8 +488,19 @@ def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
     assert scripted_report["by_tier_domain"]["hard/nationality_region"]["mean"] == 0.5
     assert scripted_report["specificity"]["mean"] == 0.5
     assert scripted_report["hsr"]["mean"] == pytest.approx(4 / 7)
-    ablation = {a["condition"]: a["hsr"]["mean"] for a in models[detector]["ablation"]}
-    assert ablation == {"E+D": 0.0, "E+D+P": 0.0, "E+D+P+M": 1.0}
+    ablation = {(a["tier"], a["condition"]): a["hsr"]["mean"] for a in models[detector]["ablation"]}
+    assert ablation == {
+        ("softbase", "E+D"): 0.0, ("softbase", "E+D+P"): 0.0, ("softbase", "E+D+P+M"): 1.0,
+        ("softgv", "E+D"): 0.0, ("softgv", "E+D+P"): 1.0, ("softgv", "E+D+P+M"): 1.0,
+        ("softhv", "E+D"): 0.0, ("softhv", "E+D+P"): 0.0, ("softhv", "E+D+P+M"): 0.0,
+    }  # fmt: skip
+    # paired tiers: only sp1 has an item in every tier (h1 and its three soft items)
+    assert scripted_report["n_pairs"] == 1
+    paired = scripted_report["paired_by_tier"]
+    assert {t: (paired[t]["n"], paired[t]["mean"]) for t in paired} == {
+        "hard": (1, 1.0), "softbase": (1, 0.0), "softgv": (1, 1.0), "softhv": (1, 0.0)
+    }  # fmt: skip
+    assert scripted_report["paired_delta"]["softbase"]["mean"] == pytest.approx(-100.0)
     # other: run 0 says hate to everything, run 1 only to h1.
     other_report = models["other"]["report"]
     assert other_report["by_tier"]["hard"]["per_run"] == [1.0, 0.25]
@@ -409,6 +511,7 @@ def test_evaluate_and_report_match_hand_computed_rates(cli, built, tmp_path):
     table = cli("softhate", "report", *items, "-j", judged, "--model", detector, "--by-group")
     assert table.exit_code == 0, table.stderr
     assert "hate success rate by tier" in table.stdout and "75.0 ± 0.0" in table.stdout
+    assert "tiers cover different items" in table.stdout and "1 seed(s) present in every tier" in table.stdout
 
 
 def test_report_rejects_missing_and_stray_judgements(cli, built, tmp_path):

@@ -33,6 +33,14 @@ def say(text: str) -> None:
     console.print(text, highlight=False, soft_wrap=True, markup=False)
 
 
+def annotator_names(text: str) -> list[str]:
+    """The distinct comma-separated names of ``--annotators`` (an input error otherwise)."""
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    if not names or len(set(names)) != len(names):
+        raise InputError.at("--annotators", None, None, "give one or more distinct names")
+    return names
+
+
 def choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
     """``value`` when it is one of ``allowed``, else an input error naming ``option``."""
     if value not in allowed:
@@ -44,8 +52,18 @@ def choice(option: str, value: str, allowed: tuple[str, ...]) -> str:
 def seeds(
     sources: Annotated[list[Path], typer.Argument(help="Source files of one data set (CSV, Parquet, JSONL …).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Seed items (JSONL, plain items with tier hard).")],
-    source: Annotated[str, typer.Option("--from", help="davidson | ishate | hatecheck")],
+    source: Annotated[str, typer.Option("--from", help="davidson | ishate | hatecheck | cold | swsr | generic")],
     offensive: Annotated[str, typer.Option(help="Davidson's offensive class: non_hate | hate | drop.")] = "non_hate",
+    individual: Annotated[
+        str, typer.Option(help="cold, swsr, generic: attacks on an individual → drop | hate | non_hate.")
+    ] = "drop",
+    column_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--map",
+            help="generic: column map, e.g. 'text=content; label=toxic:1=harmful,0=non_harmful; target=group?'.",
+        ),
+    ] = None,
     include_augmented: Annotated[
         bool, typer.Option("--include-augmented", help="Keep ISHate's machine-augmented rows.")
     ] = False,
@@ -62,23 +80,36 @@ def seeds(
     fewer than --min-tokens dropped), remove near-duplicates (character TF-IDF cosine ≥
     --threshold) within each target group. Every row is counted: kept or dropped with its reason.
     Each seed keeps the source's fields and its text before cleaning under ``original``.
+    Chinese sources (COLD, SWSR) and any tabular file (generic, with --map) are read through
+    verimod's data adapters; texts with a Han character count tokens as characters.
 
     Example: [bold]verimod softhate seeds hatecheck_cases.csv --from hatecheck -o seeds.jsonl[/bold]
+
+    Example: [bold]verimod softhate seeds cold/train.csv cold/dev.csv cold/test.csv --from cold -o seeds.jsonl[/bold]
     """
     from verimod.tasks.softhate.items import write_plain_items
     from verimod.tasks.softhate.seed_similarity import dedupe
+    from verimod.tasks.softhate.seed_sources import ADAPTER_SOURCES, read_adapter_seeds
     from verimod.tasks.softhate.seeds import SOURCES, clean_items, read_seeds
 
     with bad_input_exits():
-        choice("--from", source, SOURCES)
+        choice("--from", source, SOURCES + ADAPTER_SOURCES)
         choice("--offensive", offensive, ("non_hate", "hate", "drop"))
+        choice("--individual", individual, ("drop", "hate", "non_hate"))
         choice("--rule", rule, ("component", "greedy"))
+        if source == "generic" and not column_map:
+            raise InputError.at("--map", None, None, "--from generic needs a column map (text, label, …)")
         counts: Counter[str] = Counter()
         items = []
         for path in sources:
-            read = read_seeds(
-                path, cast(Any, source), offensive=cast(Any, offensive), include_augmented=include_augmented
-            )
+            if source in ADAPTER_SOURCES:
+                read = read_adapter_seeds(
+                    path, cast(Any, source), individual=cast(Any, individual), column_map=column_map
+                )
+            else:
+                read = read_seeds(
+                    path, cast(Any, source), offensive=cast(Any, offensive), include_augmented=include_augmented
+                )
             for key, value in read.counts().items():
                 counts[key] += value
             items.extend(read.items)
@@ -133,9 +164,13 @@ def evaluate(
         "hateful,hate"
     ),
     threshold: Annotated[float, typer.Option(help="Classifier backends: P(hate) threshold.")] = 0.5,
+    language: Annotated[str, typer.Option(help="Language of the detector prompt: en | zh.")] = "en",
     ablation: Annotated[
         bool,
-        typer.Option("--ablation", help="Also judge the scaffold inputs E+D, E+D+P, E+D+P+M of softbase items."),
+        typer.Option(
+            "--ablation",
+            help="Also judge the scaffold inputs E+D (the surface text), E+D+P, E+D+P+M of every soft item.",
+        ),
     ] = False,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0: runs repeat one another).")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="Maximum new tokens.")] = 16,
@@ -149,6 +184,8 @@ def evaluate(
     items, --runs times; resumable. Unreadable outputs are recorded as invalid.
 
     Example: [bold]verimod softhate evaluate hard.jsonl softbase.jsonl -o judged.jsonl -m openai:qwen --runs 3[/bold]
+
+    Example: [bold]verimod softhate evaluate sh/*.jsonl -o judged.jsonl -m openai:qwen --language zh[/bold]
     """
     from verimod.tasks.softhate.detection_runs import detector_format, run_detector
     from verimod.tasks.softhate.items import ablation_items, load_items
@@ -156,16 +193,17 @@ def evaluate(
     with bad_input_exits():
         if runs < 1:
             raise InputError.at("--runs", None, None, f"must be at least 1, got {runs}")
+        choice("--language", language, ("en", "zh"))
         try:
             categories = None if hate_categories is None else [c.strip() for c in hate_categories.split(",")]
-            fmt = detector_format(detector, categories)
+            fmt = detector_format(detector, categories, language)
         except UnknownNameError as exc:
             raise InputError.at("--format", None, None, str(exc)) from None
         items = load_items(items_paths)
         if ablation:
             extra = ablation_items(items)
             if not extra:
-                raise InputError.at("--ablation", None, None, "no softbase item (with its AMT) among the items")
+                raise InputError.at("--ablation", None, None, "no soft item (with its AMT) among the items")
             items = items + extra
         backend = backend_from_options(model, base_url, api_key_env)
     params = GenerationParams(temperature=temperature, max_tokens=max_tokens)
@@ -196,15 +234,32 @@ def _points(stats: Any) -> str:
     return f"{stats.mean:+.1f}{sd}"
 
 
-def _tier_table(model: str, report: Any) -> Table:
-    table = Table(title=f"{model}: hate success rate by tier (%, mean ± sd over {len(report.runs)} run(s))")
+def _tier_table(model: str, report: Any, paired: bool = False) -> Table:
+    rates, deltas = (
+        (report.paired_by_tier, report.paired_delta) if paired else (report.by_tier, report.delta_vs_reference)
+    )
+    what = f"the {report.n_pairs} seed(s) present in every tier" if paired else "all items"
+    table = Table(title=f"{model}: hate success rate by tier, {what} (%, mean ± sd over {len(report.runs)} run(s))")
     for column in ("tier", "items", "HSR", f"Δ vs {report.reference_tier} (pts)", "invalid"):
         table.add_column(column, justify="left" if column == "tier" else "right")
-    for tier, rate in report.by_tier.items():
-        delta = report.delta_vs_reference.get(tier)
-        table.add_row(tier, str(rate.n), _rate(rate), _points(delta), str(rate.invalid))
-    table.add_row("all", str(report.hsr.n), _rate(report.hsr), "", str(report.hsr.invalid), end_section=True)
+    for tier, rate in rates.items():
+        table.add_row(tier, str(rate.n), _rate(rate), _points(deltas.get(tier)), str(rate.invalid))
+    if not paired:
+        table.add_row("all", str(report.hsr.n), _rate(report.hsr), "", str(report.hsr.invalid), end_section=True)
     return table
+
+
+def _paired_note(model: str, report: Any) -> str | None:
+    """A banner when the tiers hold different numbers of items (their rates are over different
+    item sets), pointing to the paired table or saying there is none."""
+    sizes = {tier: rate.n for tier, rate in report.by_tier.items()}
+    if len(set(sizes.values())) <= 1:
+        return None
+    listed = ", ".join(f"{tier} {n}" for tier, n in sizes.items())
+    if report.n_pairs:
+        return (f"{model}: note — tiers cover different items (n = {listed}); the paired table keeps "
+                f"the {report.n_pairs} seed(s) present in every tier")  # fmt: skip
+    return f"{model}: note — tiers cover different items (n = {listed}) and no seed is present in every tier"
 
 
 def _matrix(title: str, cells: dict[tuple[str, ...], Any], tiers: list[str]) -> Table:
@@ -240,7 +295,7 @@ def report(
     from verimod.tasks.softhate import evaluation as ev
     from verimod.tasks.softhate.detection_runs import judgements_of, load_judgements
     from verimod.tasks.softhate.items import ablation_items, load_items
-    from verimod.tasks.softhate.verification import read_sheet, verification_summary
+    from verimod.tasks.softhate.verification import agreement_summary, read_sheet, verification_summary
 
     with bad_input_exits():
         choice("--missing", missing, ("error", "invalid"))
@@ -270,11 +325,16 @@ def report(
             reports[model] = (main, scaffold)
         sheet_rows = [row for path in sheets or [] for row in read_sheet(path)]
         verification = verification_summary(sheet_rows, {i.id: i.tier for i in base if i.tier}) if sheet_rows else []
+        try:
+            agreement = agreement_summary(sheet_rows, {i.id: i.gold for i in base})
+        except ValueError as exc:
+            raise InputError.at(str(sheets[0]) if sheets else "--sheet", None, "item_id", str(exc)) from None
     payload = {
         "models": {
             m: {"report": r.to_dict(), "ablation": [_ablation_dict(a) for a in s]} for m, (r, s) in reports.items()
         },
         "verification": [v.to_dict() for v in verification],
+        "agreement": [a.to_dict() for a in agreement],
     }
     if json_out:
         emit_json(json_out, payload)
@@ -282,12 +342,19 @@ def report(
             return
     for model, (main, scaffold) in reports.items():
         console.print(_tier_table(model, main))
+        note = _paired_note(model, main)
+        if note is not None:
+            say(note)
+            if main.n_pairs:
+                console.print(_tier_table(model, main, paired=True))
         tiers = list(main.by_tier)
         console.print(_matrix(f"{model}: HSR by domain and tier (%)", main.by_tier_domain, tiers))
         if by_group:
             console.print(_matrix(f"{model}: HSR by group and tier (%)", main.by_tier_group, tiers))
         if main.specificity is not None:
             say(f"{model}: specificity on non-hate controls {_rate(main.specificity)} % (n = {main.specificity.n})")
+            for tier, rate in main.specificity_by_tier.items():
+                say(f"  {tier}: {_rate(rate)} % (n = {rate.n})")
         if main.classification is not None:
             c = main.classification
             say(f"{model}: accuracy {100 * c.accuracy.mean:.1f} %, macro-F1 {100 * c.macro_f1.mean:.1f} %")
@@ -306,6 +373,15 @@ def report(
             kappa = "n/a" if math.isnan(v.fleiss_kappa) else f"{v.fleiss_kappa:.3f}"
             table.add_row(v.criterion, v.tier or "all", str(v.n_items), percent(v.pass_rate, 1),
                           f"{percent(v.wilson_low, 1)}–{percent(v.wilson_high, 1)}", kappa)  # fmt: skip
+        console.print(table)
+    if agreement:
+        table = Table(title="perception check: majority verdict = the item's gold label (Wilson 95%; Fleiss' κ)")
+        for column in ("gold", "items", "agree", "rate", "95% CI", "κ"):
+            table.add_column(column, justify="left" if column == "gold" else "right")
+        for a in agreement:
+            kappa = "n/a" if math.isnan(a.fleiss_kappa) else f"{a.fleiss_kappa:.3f}"
+            table.add_row(a.gold or "all", str(a.n_items), str(a.agree), percent(a.rate, 1),
+                          f"{percent(a.wilson_low, 1)}–{percent(a.wilson_high, 1)}", kappa)  # fmt: skip
         console.print(table)
 
 
@@ -326,6 +402,10 @@ def problems(lines: list[str]) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the ``softhate`` group (with the building commands) to the root application."""
-    from verimod.cli import softhate_build  # noqa: F401 - registers standpoints, generate, variants
+    from verimod.cli import (  # noqa: F401 - registers standpoints, variants; generate, select; sheet
+        softhate_build,
+        softhate_generate,
+        softhate_sheet,
+    )
 
     app.add_typer(softhate_app, name="softhate", rich_help_panel="Protocols")

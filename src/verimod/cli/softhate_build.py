@@ -1,12 +1,14 @@
-"""``verimod softhate standpoints | generate | variants``: building SoftHateBench items.
+"""``verimod softhate standpoints | variants`` and the scorers shared with ``generate``
+(:mod:`verimod.cli.softhate_generate`): building SoftHateBench items.
 
 Scorers are chosen by spec: ``--nli gguf:PATH`` asks a local model the NLI question and reads
 the three labels' token log-probabilities; any other backend spec is asked through the engine
-(``label_probs`` of a classifier, else the answer text). ``--lm PATH`` (repeatable) are the
-scorer LMs (GGUF files: surprisal and next-token entropy need per-token log-probabilities);
-without one, a ``gguf:`` generator scores with its own file. ``--safety SPEC[=THRESHOLD]``
-(repeatable) builds the safety-filter ensemble; generation refuses to run without one unless
-``--no-safety`` says so explicitly.
+(``label_probs`` of a classifier, else the answer text). ``--lm`` (repeatable) are the scorer
+LMs — surprisal and next-token entropy need per-token log-probabilities: a GGUF file, an
+``openai:NAME[@URL]`` server that gives them (vLLM, llama.cpp server; checked before the run)
+or ``table:FILE``; without one, the generator scores with its own GGUF file or server.
+``--safety SPEC[=THRESHOLD]`` (repeatable) builds the safety-filter ensemble; generation
+refuses to run without one unless ``--no-safety`` says so explicitly.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from verimod.core.resumable import AppendLog
 from verimod.core.validation import validation_problems
 from verimod.data.jsonl import read_jsonl, write_jsonl
 from verimod.models.base import BackendError, ModelBackend
+from verimod.tasks.softhate.bounded import BoundedBackend
 
 Record = TypeVar("Record", bound=BaseModel)
 
@@ -35,7 +38,11 @@ Generator = Annotated[str, typer.Option("--generator", "-g", help="Generator mod
 Nli = Annotated[str, typer.Option("--nli", help="NLI scorer: gguf:PATH (log-probabilities) or a backend spec.")]
 Lm = Annotated[
     list[str] | None,
-    typer.Option("--lm", help="Scorer LM: a GGUF file, or table:FILE of scores (repeatable)."),
+    typer.Option(
+        "--lm",
+        help="Scorer LM (repeatable): a GGUF file, openai:NAME[@URL] (a vLLM or llama.cpp server's "
+        "token log-probabilities), or table:FILE of scores.",
+    ),
 ]
 Safety = Annotated[list[str] | None, typer.Option("--safety", help="Safety classifier SPEC[=THRESHOLD] (repeatable).")]
 NoSafety = Annotated[bool, typer.Option("--no-safety", help="Run without a safety filter (every text passes).")]
@@ -65,17 +72,19 @@ def load_models(path: Path, model: type[Record]) -> list[Record]:
 class Scorers:
     """The backends and scorers of one command, closed together."""
 
-    def __init__(self, base_url: list[str] | None, api_key_env: str | None) -> None:
-        self._base_url, self._api_key_env = base_url, api_key_env
+    def __init__(self, base_url: list[str] | None, api_key_env: str | None, bound: int | None = None) -> None:
+        """``bound``: at most this many requests in flight on each model, across all callers."""
+        self._base_url, self._api_key_env, self._bound = base_url, api_key_env, bound
         self.backends: list[ModelBackend] = []
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._llamas: dict[Path, Any] = {}
+        self.http_lms: list[Any] = []
 
     def backend(self, spec: str, option: str) -> ModelBackend:
         """A backend of ``spec``, closed with the others."""
         backend = backend_from_options(spec, self._base_url, self._api_key_env, option)
         self.backends.append(backend)
-        return backend
+        return backend if self._bound is None else BoundedBackend(backend, self._bound)
 
     def nli(self, spec: str, language: str) -> Any:
         """The NLI scorer of ``--nli``."""
@@ -87,19 +96,51 @@ class Scorers:
             )
         return BackendNliScorer(self.backend(spec, "--nli"), language=cast(Any, language))
 
-    def lms(self, specs: Sequence[str], generator: ModelBackend) -> list[Any]:
-        """The scorer LMs of ``--lm`` (default: the generator's own GGUF file)."""
+    def lms(self, specs: Sequence[str], generator: ModelBackend, top_k: int = 20) -> list[Any]:
+        """The scorer LMs of ``--lm`` (default: the generator's own GGUF file, or the generator's
+        server when it is an ``openai:`` model)."""
         if specs:
-            return [self._lm(spec) for spec in specs]
+            return [self._lm(spec, top_k) for spec in specs]
+        generator = getattr(generator, "inner", generator)  # a BoundedBackend's own backend
         path = getattr(generator, "path", None)
+        if generator.prefix == "openai":
+            return [self._http_lm(generator, top_k)]
         if generator.prefix != "gguf" or not isinstance(path, Path):
-            raise InputError.at("--lm", None, None, "give a scorer LM (a GGUF file); the generator is not a gguf model")
+            raise InputError.at("--lm", None, None, "give a scorer LM (GGUF file, openai:NAME or table:FILE)")
         return [self._llama(path, "--lm")]
 
-    def _lm(self, spec: str) -> Any:
+    def _lm(self, spec: str, top_k: int) -> Any:
         if spec.startswith("table:"):
             return _lm_table(Path(spec.removeprefix("table:")))
+        if spec.startswith("openai:"):
+            name, _, url = spec.partition("@")
+            urls = [url] if url else self._base_url
+            backend = backend_from_options(name, urls, self._api_key_env, "--lm")
+            self.backends.append(backend)
+            return self._http_lm(backend, top_k)
         return self._llama(Path(spec), "--lm")
+
+    def _http_lm(self, backend: ModelBackend, top_k: int) -> Any:
+        from verimod.tasks.softhate.http_scorer import HttpLanguageScorer
+
+        try:
+            scorer = HttpLanguageScorer(backend, top_k=top_k, limit=self._bound)
+        except ValueError as exc:
+            raise InputError.at("--lm-top-k", None, None, str(exc)) from None
+        self.http_lms.append(scorer)
+        return scorer
+
+    async def probe(self, cache: Any) -> None:
+        """Check that every HTTP scorer LM's server gives log-probabilities (an
+        :class:`~verimod.core.errors.InputError` naming ``--lm`` otherwise) and give it the cache."""
+        from verimod.tasks.softhate.scorers import ScoringError
+
+        for scorer in self.http_lms:
+            scorer.cache = cache
+            try:
+                await scorer.probe()
+            except ScoringError as exc:
+                raise InputError.at("--lm", None, None, str(exc)) from None
 
     def _llama(self, path: Path, option: str) -> Any:
         """One loaded scorer per GGUF file, shared by --nli and --lm."""
@@ -169,110 +210,6 @@ def _pass_all(_text: str) -> bool:
     return True
 
 
-@softhate_app.command("generate")
-def generate(
-    standpoints_path: Annotated[Path, typer.Argument(help="Standpoints (JSONL: id, text, target).")],
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for searches.jsonl and softbase.jsonl.")],
-    generator: Generator,
-    nli: Nli,
-    lm: Lm = None,
-    safety: Safety = None,
-    no_safety: NoSafety = False,
-    safety_rule: SafetyRule = "bagging",
-    safety_positive: SafetyPositive = "hateful,hate",
-    explicit_threshold: ExplicitThreshold = 0.95,
-    loci: Annotated[str, typer.Option(help="auto (one per standpoint, seeded) | all | comma-separated loci.")] = "auto",
-    beam: Annotated[int, typer.Option(help="Beam size B.")] = 3,
-    candidates: Annotated[int, typer.Option(help="Candidates per generation step.")] = 5,
-    max_tokens: Annotated[int, typer.Option(help="Maximum new tokens per generator call.")] = 200,
-    structured: Annotated[bool, typer.Option("--structured", help="JSON-schema output from the generator.")] = False,
-    language: Language = "en",
-    seed: Annotated[int, typer.Option(help="Seed of the locus choice and of generation.")] = 0,
-    base_url: BaseUrl = None,
-    api_key_env: ApiKeyEnv = None,
-    max_concurrency: Concurrency = 16,
-    no_cache: NoCache = False,
-    quiet: QuietOption = False,
-) -> None:
-    """Reverse-AMT generation: for each standpoint and locus, a relevance-guided beam search over
-    (P, M) then (E, D) candidates; every candidate, score and rejection goes to searches.jsonl,
-    the winners to softbase.jsonl. Resumable: finished searches are not repeated.
-
-    Example: [bold]verimod softhate generate sp.jsonl -o sh/ -g gguf:m.gguf --nli gguf:m.gguf --no-safety[/bold]
-    """
-    from verimod.tasks.softhate.generate import base_item, choose_locus, generate_amt
-    from verimod.tasks.softhate.schema import Locus, SearchConfig, Standpoint
-
-    with bad_input_exits():
-        choice("--language", language, ("en", "zh"))
-        standpoints = load_models(standpoints_path, Standpoint)
-        if loci in ("auto", "all"):
-            plan = (
-                [(s, choose_locus(s.id, seed)) for s in standpoints]
-                if loci == "auto"
-                else [(s, locus) for s in standpoints for locus in Locus]
-            )
-        else:
-            names = [n.strip() for n in loci.split(",") if n.strip()]
-            for name in names:
-                choice("--loci", name, tuple(locus.value for locus in Locus))
-            plan = [(s, Locus(n)) for s in standpoints for n in names]
-        try:
-            config = SearchConfig(beam_size=beam, premise_candidates=candidates, decomposition_candidates=candidates,
-                                  max_tokens=max_tokens, structured_output=structured, language=cast(Any, language),
-                                  seed=seed)  # fmt: skip
-        except ValidationError as exc:
-            raise InputError.at("--beam", None, None, str(exc.errors()[0]["msg"])) from None
-        scorers = Scorers(base_url, api_key_env)
-        gen = scorers.backend(generator, "--generator")
-        nli_scorer = scorers.nli(nli, language)
-        lm_scorers = scorers.lms(lm or [], gen)
-        safety_filter = (
-            scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold, safety_positive) or _pass_all
-        )
-    searches = out_dir / "searches.jsonl"
-    done = {(t.standpoint.id, t.locus) for t in _traces(searches)}
-    todo = [(s, locus) for s, locus in plan if (s.id, locus) not in done]
-    engine = EngineConfig(max_concurrency=max_concurrency)
-
-    async def run_all(cache: Any) -> None:
-        try:
-            with AppendLog(searches) as log:
-                for standpoint, locus in todo:
-                    trace = await generate_amt(
-                        standpoint, locus, generator=gen, nli=nli_scorer, lms=lm_scorers, safety=safety_filter,
-                        config=config, engine=engine, cache=cache,
-                    )  # fmt: skip
-                    log.write(trace.model_dump(mode="json"))
-                    if not quiet:
-                        say(
-                            f"{standpoint.id}/{locus.value}: {trace.outcome}"
-                            + (f" ({trace.reason})" if trace.reason else "")
-                        )
-        finally:
-            await scorers.aclose()
-
-    run_with_backend(run_all, scorers.backends, not no_cache)
-    traces = [t for t in _traces(searches) if (t.standpoint.id, t.locus) in {(s.id, locus) for s, locus in plan}]
-    items = [item for t in traces if (item := base_item(t)) is not None]
-    write_jsonl(out_dir / "softbase.jsonl", (i.model_dump(mode="json") for i in items))
-    if not quiet:
-        say(f"{len(plan)} searches ({len(todo)} run now): {len(items)} winners → {out_dir / 'softbase.jsonl'}; "
-            f"{len(traces) - len(items)} without an admissible chain (see {searches})")  # fmt: skip
-
-
-def _traces(path: Path) -> list[Any]:
-    """The search traces of ``searches.jsonl`` (none when absent); the last one of a key wins."""
-    from verimod.tasks.softhate.schema import SearchTrace
-
-    if not path.exists():
-        return []
-    latest = {}
-    for trace in load_models(path, SearchTrace):
-        latest[(trace.standpoint.id, trace.locus)] = trace
-    return list(latest.values())
-
-
 @softhate_app.command("variants")
 def variants(
     base_paths: Annotated[list[Path], typer.Argument(help="Softbase items (softbase.jsonl from generate).")],
@@ -316,7 +253,7 @@ def variants(
             config = VariantConfig(n_candidates=n, max_tokens=max_tokens, language=cast(Any, language), seed=seed)
         except ValidationError as exc:
             raise InputError.at("--n", None, None, str(exc.errors()[0]["msg"])) from None
-        scorers = Scorers(base_url, api_key_env)
+        scorers = Scorers(base_url, api_key_env, max_concurrency)
         gen = scorers.backend(generator, "--generator")
         nli_scorer = scorers.nli(nli, language)
         safety_filter = scorers.safety(safety or [], no_safety, safety_rule, explicit_threshold, safety_positive)
@@ -360,13 +297,25 @@ def standpoints(
         list[Path] | None, typer.Option("--votes", help="Detector judgements of the seeds (repeatable).")
     ] = None,
     more_than: Annotated[
-        int | None, typer.Option(help="Keep seeds that more than this many detectors call hate (default: n // 2).")
+        int | None,
+        typer.Option(help="Keep seeds that more than this many detectors agree on (default: the paper's > 7/11)."),
     ] = None,
+    per: Annotated[
+        str, typer.Option(help="seed: one standpoint per verified seed (the paper) | group: one medoid per group.")
+    ] = "seed",
+    polarity: Annotated[
+        str, typer.Option(help="hate: hostile standpoints of hate seeds | non_hate: claims of non-hate controls.")
+    ] = "hate",
     nli: Annotated[str | None, typer.Option("--nli", help="NLI scorer of the bidirectional entailment check.")] = None,
     no_check: Annotated[bool, typer.Option("--no-check", help="Skip the bidirectional entailment check.")] = False,
     min_group: Annotated[int, typer.Option(help="Groups with fewer extracted standpoints are dropped.")] = 20,
     threshold: Annotated[float, typer.Option(help="Entailment both ways must reach this probability.")] = 0.6,
-    groups: Annotated[Path | None, typer.Option(help="Target-group taxonomy (JSON; default: the bundled one).")] = None,
+    groups: Annotated[
+        Path | None, typer.Option(help="Target-group taxonomy (JSON; default: the bundled one of --language).")
+    ] = None,
+    fuzzy_cutoff: Annotated[
+        float, typer.Option(help="Fuzzy target matching: least rapidfuzz ratio (0 turns it off).")
+    ] = 85.0,
     language: Language = "en",
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = None,
@@ -374,17 +323,25 @@ def standpoints(
     no_cache: NoCache = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Detector vote (strict majority), standpoint and target extraction by an LLM, target
-    groups resolved through the taxonomy, and one medoid standpoint per group that entails
-    its source sentence both ways. Writes extractions.jsonl, standpoints.jsonl, hard.jsonl
-    (each standpoint's source comment) and selection.json (members, drops, every check).
+    """Detector vote (more than 7/11 by default), standpoint and target extraction by an LLM,
+    target groups resolved through the taxonomy (exact, rewritten, demonym, fuzzy), groups of
+    fewer than --min-group dropped, and the bidirectional entailment check. --per seed keeps one
+    standpoint per verified seed (id sp-<seed id>, paired with the seed's Hard item); --per
+    group one medoid per group. --polarity non_hate builds the non-hate controls from non-hate
+    seeds (the vote keeps seeds the detectors agree are not hate). Writes extractions.jsonl,
+    targets.jsonl (how every target phrase resolved), standpoints.jsonl, hard.jsonl and
+    selection.json (counts, members, drops, every check).
 
     Example: [bold]verimod softhate standpoints seeds.jsonl -o sh/ --extract-with openai:big --nli openai:nli[/bold]
+
+    Example: [bold]verimod softhate standpoints cold_seeds.jsonl -o sh/ --extract-with openai:big --nli openai:nli
+    --language zh --votes d1.jsonl --votes d2.jsonl[/bold]
     """
     from verimod.tasks.softhate.detection_runs import load_judgements
     from verimod.tasks.softhate.groups import load_group_taxonomy
     from verimod.tasks.softhate.items import load_items, plain_record, write_plain_items
     from verimod.tasks.softhate.seed_selection import strict_majority
+    from verimod.tasks.softhate.seed_standpoints import select_seed_standpoints
     from verimod.tasks.softhate.seeds import SeedItem
     from verimod.tasks.softhate.standpoints import (
         entailment_from_nli,
@@ -395,47 +352,68 @@ def standpoints(
 
     with bad_input_exits():
         choice("--language", language, ("en", "zh"))
+        choice("--per", per, ("seed", "group"))
+        choice("--polarity", polarity, ("hate", "non_hate"))
         if nli is None and not no_check:
             raise InputError.at("--nli", None, None, "give --nli SPEC for the entailment check, or --no-check")
-        taxonomy = load_group_taxonomy(groups)
-        seeds = [s for s in load_items([seeds_path]) if s.item.gold == "hate"]
-        counts: dict[str, int] = {"hate seeds": len(seeds)}
+        taxonomy = load_group_taxonomy(groups, cast(Any, language), fuzzy_cutoff or None)
+        seeds = [s for s in load_items([seeds_path]) if s.item.gold == polarity]
+        counts: dict[str, Any] = {f"{polarity} seeds": len(seeds)}
         if votes:
             lines = [j for path in votes for j in load_judgements(path) if j.run == 0]
             detectors = sorted({j.model for j in lines})
             label = {(j.model, j.item_id): ("invalid" if j.error else j.label) for j in lines}
-            matrix = [[label.get((d, s.id)) for s in seeds] for d in detectors]
+            agree = (lambda v: v) if polarity == "hate" else (lambda v: {"non_hate": "hate"}.get(v or "", "non_hate"))
+            matrix = [[agree(label.get((d, s.id))) for s in seeds] for d in detectors]
             try:
                 vote = strict_majority(matrix, more_than)
             except ValueError as exc:
                 raise InputError.at("--more-than", None, None, str(exc)) from None
             seeds = [s for s, keep in zip(seeds, vote.keep.tolist(), strict=True) if keep]
             counts |= {"detectors": len(detectors), "more than": vote.more_than, "kept by the vote": len(seeds)}
-        scorers = Scorers(base_url, api_key_env)
+        scorers = Scorers(base_url, api_key_env, max_concurrency)
         extractor = scorers.backend(extract_with, "--extract-with")
         nli_scorer = None if nli is None else scorers.nli(nli, language)
     by_id = {s.id: s for s in seeds}
-    seed_items = [SeedItem(s.id, s.text, "hate", "seeds", s.item.group) for s in seeds]
+    seed_items = [SeedItem(s.id, s.text, cast(Any, polarity), "seeds", s.item.group) for s in seeds]
     engine = EngineConfig(max_concurrency=max_concurrency)
 
     async def run_all(cache: Any) -> Any:
         try:
             extractions = await extract_standpoints(
-                seed_items, extractor, language=cast(Any, language), engine=engine, cache=cache
-            )
+                seed_items, extractor, language=cast(Any, language), polarity=cast(Any, polarity), engine=engine,
+                cache=cache,
+            )  # fmt: skip
             entailment = None if nli_scorer is None else entailment_from_nli(nli_scorer)
-            selection = await select_group_standpoints(
-                extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold
-            )
+            selection: Any
+            if per == "seed":
+                selection = await select_seed_standpoints(
+                    extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold,
+                    gold=cast(Any, polarity), concurrency=max_concurrency,
+                )  # fmt: skip
+            else:
+                selection = await select_group_standpoints(
+                    extractions, taxonomy, entailment=entailment, min_group=min_group, threshold=threshold
+                )
             return extractions, selection
         finally:
             await scorers.aclose()
 
-    extractions, selection = run_with_backend(run_all, scorers.backends, not no_cache)
+    with bad_input_exits():
+        try:
+            extractions, selection = run_with_backend(run_all, scorers.backends, not no_cache)
+        except ValueError as exc:  # seed ids that give one standpoint id
+            raise InputError.at(str(seeds_path), None, "id", str(exc)) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
     write_jsonl(out_dir / "extractions.jsonl", (extraction_to_record(e) for e in extractions))
+    if per == "group":  # the medoid standpoints carry the polarity's gold too
+        selection.standpoints[:] = [s.model_copy(update={"gold": polarity}) for s in selection.standpoints]
     write_jsonl(
         out_dir / "standpoints.jsonl", (s.model_dump(mode="json", exclude_none=True) for s in selection.standpoints)
     )
+    resolutions = getattr(selection, "resolutions", None)
+    if resolutions is not None:
+        write_jsonl(out_dir / "targets.jsonl", resolutions)
     hard = []
     for standpoint in selection.standpoints:
         source = by_id.get(standpoint.source_id or "")
@@ -447,12 +425,15 @@ def standpoints(
     counts |= {
         "extracted": sum(1 for e in extractions if e.standpoint is not None),
         "extraction failed": sum(1 for e in extractions if e.standpoint is None),
-        "groups kept": len(selection.standpoints),
+        "standpoints": len(selection.standpoints),
         "groups dropped": len(selection.dropped),
     }
+    if resolutions is not None:
+        counts["resolved by"] = selection.method_counts()
     report = {"counts": counts, "members": selection.members, "dropped": selection.dropped, "checks": selection.checks}
     (out_dir / "selection.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     if not quiet:
-        say(f"{len(selection.standpoints)} standpoints → {out_dir / 'standpoints.jsonl'}; {json.dumps(counts)}")
+        say(f"{len(selection.standpoints)} standpoints → {out_dir / 'standpoints.jsonl'}; "
+            f"{json.dumps(counts, ensure_ascii=False)}")  # fmt: skip
         for group, reason in selection.dropped.items():
             say(f"  dropped {group}: {reason}")

@@ -79,8 +79,37 @@ class ModelRequest(BaseModel):
     input_pair: tuple[str, str] | None = None  # two segments (NLI premise, hypothesis) for pair classifiers
 
 
+class TopLogprob(BaseModel):
+    """One alternative at a token position: the token, its id when the server gives it, and
+    its log-probability (nats)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str
+    token_id: int | None = None
+    logprob: float
+
+
+class TokenLogprob(BaseModel):
+    """One scored token: the token, its id when known, its log-probability (nats; None where
+    the server gives none, e.g. the first prompt token) and the server's top alternatives at
+    that position (as many as it returned, the token itself possibly among them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str
+    token_id: int | None = None
+    logprob: float | None = None
+    top: tuple[TopLogprob, ...] = ()
+
+
 class ModelResponse(BaseModel):
-    """What a backend returned for one request."""
+    """What a backend returned for one request.
+
+    ``token_logprobs`` (optional): per-token log-probabilities, when the request asked for them
+    and the backend can give them — of the generated tokens, or of the scored continuation of a
+    log-probability request (see :mod:`verimod.models.openai_compat`).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -90,6 +119,7 @@ class ModelResponse(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     model: str | None = None  # the model name the server reports
+    token_logprobs: list[TokenLogprob] | None = None
 
 
 class BackendError(Exception):

@@ -12,6 +12,13 @@ vLLM, llama.cpp server, SGLang, Ollama and hosted APIs all speak it. Options:
   a JSON schema becomes ``response_format = {"type": "json_schema", ...}``; a regex becomes
   vLLM's ``guided_regex``; ``extra_body`` is merged last (it can override anything).
 
+Token log-probabilities (:mod:`verimod.models.logprobs`): a chat answer's
+``choices[0].logprobs.content`` (asked for with ``extra_body={"logprobs": true, ...}``) is
+carried in ``ModelResponse.token_logprobs``; :meth:`OpenAICompatibleBackend.continuation_logprobs`
+scores a given continuation after a context (vLLM ``prompt_logprobs``, completions ``echo``,
+llama.cpp server ``n_probs``; the protocol is detected once per backend, and a server that
+gives none is refused with a ``client`` error).
+
 HTTP 429 and 503 are ``rate_limited`` (the engine slows down), other 5xx ``server``, 408 and
 client-side timeouts ``timeout``, refused or dropped connections ``connection``, a body that is
 not a chat completion (malformed JSON, no choices) ``bad_response`` — all retryable; other 4xx
@@ -29,6 +36,7 @@ from typing import Any
 
 import aiohttp
 
+from verimod.models import logprobs
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
 from verimod.models.registry import backends
 
@@ -104,6 +112,7 @@ def parse_completion(payload: Any) -> ModelResponse:
         prompt_tokens=usage.get("prompt_tokens"),
         completion_tokens=usage.get("completion_tokens"),
         model=payload.get("model") if isinstance(payload.get("model"), str) else None,
+        token_logprobs=logprobs.chat_logprobs(choices[0]),
     )
 
 
@@ -132,6 +141,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self._turn = 0
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(total=options.request_timeout_s)
+        self._logprob_protocols: dict[str, logprobs.Protocol] = {}
 
     def __repr__(self) -> str:  # never show headers (the key)
         return f"OpenAICompatibleBackend(model={self.name!r}, base_urls={self.base_urls!r})"
@@ -157,13 +167,18 @@ class OpenAICompatibleBackend(ModelBackend):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """POST one chat completion to the least-busy replica."""
-        session = await self._client()
         index = self._pick()
         url = f"{self.base_urls[index]}/chat/completions"
+        return parse_completion(await self._post_json(index, url, request_body(self.name, request)))
+
+    async def _post_json(self, index: int, url: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` to ``url`` (replica ``index``) and decode the JSON answer; HTTP and
+        transport failures become :class:`BackendError` (module docstring)."""
+        session = await self._client()
         self._in_flight[index] += 1
         try:
-            async with session.post(url, json=request_body(self.name, request)) as response:
-                body = await response.read()
+            async with session.post(url, json=body) as response:
+                raw = await response.read()
                 status = response.status
                 retry_after = _retry_after(response.headers.get("Retry-After"))
         except TimeoutError:
@@ -175,12 +190,39 @@ class OpenAICompatibleBackend(ModelBackend):
         finally:
             self._in_flight[index] -= 1
         if status != 200:
-            raise _status_error(url, status, body, retry_after)
+            raise _status_error(url, status, raw, retry_after)
         try:
-            payload = json.loads(body)
+            return json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
-        return parse_completion(payload)
+
+    async def logprob_protocol(self, index: int = 0) -> logprobs.Protocol:
+        """How replica ``index`` gives token log-probabilities (detected on first use, then
+        remembered); a ``client`` :class:`BackendError` when it gives none."""
+        url = self.base_urls[index]
+        if url not in self._logprob_protocols:
+
+            async def post(target: str, body: dict[str, Any]) -> Any:
+                return await self._post_json(index, target, body)
+
+            self._logprob_protocols[url] = await logprobs.detect_protocol(post, url, self.name)
+        return self._logprob_protocols[url]
+
+    async def continuation_logprobs(self, context: str, continuation: str, top_k: int = 20) -> ModelResponse:
+        """The log-probability of each token of ``continuation`` read after ``context`` (plain
+        text, no chat template), with the top ``top_k`` alternatives per position, in
+        ``token_logprobs`` (:func:`verimod.models.logprobs.score_continuation`). Every request
+        of one call goes to the same replica."""
+        index = self._pick()
+        protocol = await self.logprob_protocol(index)
+
+        async def post(target: str, body: dict[str, Any]) -> Any:
+            return await self._post_json(index, target, body)
+
+        found = await logprobs.score_continuation(
+            post, self.base_urls[index], self.name, context, continuation, top_k, protocol
+        )
+        return ModelResponse(token_logprobs=found, completion_tokens=len(found))
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

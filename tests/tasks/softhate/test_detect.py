@@ -79,6 +79,19 @@ def test_build_messages_inserts_text_verbatim():
     assert content.count("$text") == 1  # only the one inside the given text
 
 
+def test_chinese_prompt_and_plain_wording():
+    zh = detect.build_messages("河南人都这样", "zh")[-1].content
+    assert "河南人都这样" in zh and "hateful" in zh and "safe" in zh and "仇恨" in zh
+    assert detect.detector_prompt("zh").version.endswith("/zh")
+    assert detect.detector_prompt("zh").sha256 != detect.detector_prompt("en").sha256
+    for language in detect.PROMPT_LANGUAGES:  # the paper's plain prompt primes nothing
+        content = detect.build_messages("x", language)[-1].content.casefold()
+        for primed in ("reasonable", "blame", "insinuation", "coded", "implicit", "暗示", "隐晦", "看似"):
+            assert primed not in content
+    with pytest.raises(ValueError, match="no detector prompt"):
+        detect.detector_prompt("fr")
+
+
 def test_prompt_identity_is_stable():
     prompt = detect.detector_prompt()
     assert prompt.version.startswith("softhate-detector-prompt/")

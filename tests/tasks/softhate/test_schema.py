@@ -29,7 +29,11 @@ from verimod.tasks.softhate.schema import (
 )
 
 GROUP = TargetGroup(
-    name="Velorians", level1=Level1Domain.NATIONALITY_REGION, level2="Velorian", aliases=("Veloria folk",)
+    name="Velorians",
+    level1=Level1Domain.NATIONALITY_REGION,
+    level2="Velorian",
+    aliases=("Veloria folk",),
+    names={"zh": "维罗人"},
 )
 STANDPOINT = Standpoint(id="sp1", text="Velorians should not run for office.", target=GROUP)
 
@@ -77,7 +81,9 @@ def test_vocabularies() -> None:
     }
     assert all(locus.description and locus.label for locus in Locus)
     assert Locus.CAUSE_EFFECT.label == "Cause–Effect"
-    assert len(Level1Domain) == 7 and set(LEVEL1_LABELS) == set(Level1Domain)
+    # the paper's seven, plus disability and occupation for the Chinese taxonomy
+    assert len(Level1Domain) == 9 and set(LEVEL1_LABELS) == set(Level1Domain)
+    assert {"disability", "occupation"} <= {d.value for d in Level1Domain}
     assert [t.value for t in Tier] == ["hard", "softbase", "softgv", "softhv"]
 
 
@@ -101,7 +107,7 @@ def test_visible_text_and_surface_forms() -> None:
     assert join_texts("公职需要忠诚。", "某地人在海外联系紧密。") == "公职需要忠诚。某地人在海外联系紧密。"
     assert join_texts("甲乙", "丙丁") == "甲乙丙丁"
     assert join_texts(" a ", "") == "a"
-    assert GROUP.surface_forms() == ("Velorians", "Veloria folk")
+    assert GROUP.surface_forms() == ("Velorians", "Veloria folk", "维罗人")
 
 
 def test_search_config_defaults_follow_the_paper() -> None:
@@ -151,22 +157,43 @@ def test_bundled_prompts_cover_every_locus_and_language() -> None:
     assert prompts.version.startswith("softhate-prompts/")
     for language in ("en", "zh"):
         assert set(prompts.languages[language].loci) == set(Locus)
-    for language in ("en", "zh"):
-        messages = premise_messages(STANDPOINT, Locus.ANALOGY, 2, 5, language)
+    zh_standpoint = Standpoint(id="sp1", text="维罗人不应竞选公职。", target=GROUP)
+    for language, name, other in (("en", "Velorians", "维罗人"), ("zh", "维罗人", "Velorians")):
+        standpoint = STANDPOINT if language == "en" else zh_standpoint
+        messages = premise_messages(standpoint, Locus.ANALOGY, 2, 5, language)
         user = messages[-1].content
-        assert STANDPOINT.text in user and "Velorians" in user and "$" not in user
+        assert standpoint.text in user and name in user and "$" not in user
+        assert other not in user  # a Chinese prompt names the group in Chinese, never "关于Velorians"
         assert prompts.languages[language].loci[Locus.ANALOGY].name in user
         assert messages[0].role == "system"
-        user = decompose_messages(STANDPOINT, "PREMISE-TEXT", "MAXIM-TEXT", 1, 3, language)[-1].content
-        assert "PREMISE-TEXT" in user and "MAXIM-TEXT" in user and "$" not in user
+        user = decompose_messages(standpoint, "PREMISE-TEXT", "MAXIM-TEXT", 1, 3, language)[-1].content
+        assert "PREMISE-TEXT" in user and "MAXIM-TEXT" in user and name in user and other not in user
         for kind in ("softgv", "softhv"):
-            user = variant_messages(kind, "BASE-TEXT", "Velorians", 1, 4, language)[-1].content
-            assert "BASE-TEXT" in user and "Velorians" in user and "$" not in user
+            user = variant_messages(kind, "BASE-TEXT", GROUP, 1, 4, language)[-1].content  # type: ignore[arg-type]
+            assert "BASE-TEXT" in user and name in user and other not in user and "$" not in user
         user = nli_messages("P-TEXT", "H-TEXT", language)[-1].content
         assert "P-TEXT" in user and "H-TEXT" in user and "entailment" in user
     assert (
-        variant_messages("softgv", "b", "t", 1, 1)[-1].content != variant_messages("softhv", "b", "t", 1, 1)[-1].content
+        variant_messages("softgv", "b", GROUP, 1, 1)[-1].content
+        != variant_messages("softhv", "b", GROUP, 1, 1)[-1].content
     )
+
+
+def test_group_display_names_and_control_prompts() -> None:
+    plain = TargetGroup(name="Velorians", level1=Level1Domain.NATIONALITY_REGION, level2="V")
+    assert plain.display_name("en") == "Velorians" and plain.display_name("zh") is None
+    with pytest.raises(ValueError, match="has no zh name"):
+        premise_messages(Standpoint(id="s", text="t", target=plain), Locus.ANALOGY, 1, 1, "zh")
+    aliased = TargetGroup(
+        name="Black people", level1=Level1Domain.RACE_ETHNICITY, level2="B", aliases=("blacks", "黑人")
+    )
+    assert aliased.display_name("zh") == "黑人" and aliased.display_name("en") == "Black people"
+    assert "维罗人" in GROUP.surface_forms()  # a display name is an explicit mention too
+    control = Standpoint(id="c", text="Velorians deserve fair hearings.", target=GROUP, gold="non_hate")
+    hate_system = premise_messages(STANDPOINT, Locus.ANALOGY, 1, 1)[0].content
+    control_system = premise_messages(control, Locus.ANALOGY, 1, 1)[0].content
+    assert "non-hateful control" in control_system and "non-hateful control" not in hate_system
+    assert "对照" in variant_messages("softhv", "b", GROUP, 1, 1, "zh", "non_hate")[0].content
 
 
 def test_template_values_are_not_reinterpreted() -> None:

@@ -10,7 +10,13 @@ import pytest
 import scipy.sparse as sp
 
 from verimod.tasks.softhate import seed_selection
-from verimod.tasks.softhate.seed_selection import medoid_ranking, select_medoids, select_medoids_async, strict_majority
+from verimod.tasks.softhate.seed_selection import (
+    medoid_ranking,
+    paper_more_than,
+    select_medoids,
+    select_medoids_async,
+    strict_majority,
+)
 from verimod.tasks.softhate.seed_similarity import unit_rows
 
 
@@ -40,8 +46,17 @@ def test_strict_majority_more_than_k_of_n():
     assert result.votes.tolist() == [8, 7, 6]
     assert result.keep.tolist() == [True, False, False]
     assert result.n_detectors == 11 and result.more_than == 7
-    default = strict_majority(eleven)  # more than 5 of 11
-    assert default.more_than == 5 and default.keep.tolist() == [True, True, True]
+    default = strict_majority(eleven)  # the paper's default: more than 7 of 11
+    assert default.more_than == 7 and default.keep.tolist() == [True, False, False]
+    assert strict_majority(eleven, more_than=5).keep.tolist() == [True, True, True]
+
+
+def test_default_vote_is_the_papers_share_for_any_number_of_detectors():
+    from fractions import Fraction
+
+    for n in range(1, 40):
+        k = paper_more_than(n)
+        assert all((v > k) == (Fraction(v, n) > Fraction(7, 11)) for v in range(n + 1)), n
 
 
 def test_strict_majority_label_values():

@@ -9,16 +9,22 @@ name and the hostility further. Moderation models are then measured by how much 
 Modules:
 
 - records and prompts: :mod:`.schema`, :mod:`.prompts`;
-- stage 1, seeds: :mod:`.seeds` (label mapping, reading, cleaning), :mod:`.seed_similarity`
-  (exact near-duplicate removal), :mod:`.seed_selection` (detector vote, medoids),
-  :mod:`.standpoints` (LLM standpoint extraction, target groups, per-group medoid standpoints);
+- stage 1, seeds: :mod:`.seeds` (label mapping, reading, cleaning of Davidson, ISHate,
+  HateCheck), :mod:`.seed_sources` (COLD, SWSR and any tabular file through the data adapters),
+  :mod:`.seed_similarity` (exact near-duplicate removal), :mod:`.seed_selection` (detector vote,
+  medoids), :mod:`.groups` (English and Chinese taxonomies, target-phrase resolution),
+  :mod:`.standpoints` (LLM standpoint extraction, per-group medoid standpoints),
+  :mod:`.seed_standpoints` (one verified standpoint per seed);
 - stage 2, generation: :mod:`.scoring` (the relevance reward, pure), :mod:`.scorers` (NLI / LM /
-  similarity interfaces and implementations, the :data:`SafetyCheck` type), :mod:`.filters`
-  (the :class:`SafetyFilter` classifier ensemble), :mod:`.generate` (beam search),
-  :mod:`.variants` (Best-of-N variants);
-- detection and evaluation: :mod:`.detect` (detector prompt and normaliser),
-  :mod:`.evaluation` (HSR by tier, domain, group; Δ; scaffold ablation), :mod:`.verification`
-  (human verification sheets, Wilson intervals, Fleiss' κ).
+  similarity interfaces and implementations, the :data:`SafetyCheck` type), :mod:`.http_scorer`
+  (scorer LMs over OpenAI-compatible servers' token log-probabilities), :mod:`.filters` (the
+  :class:`SafetyFilter` classifier ensemble), :mod:`.generate` (beam search), :mod:`.searches`
+  (one search per standpoint, parallel, resumable), :mod:`.variants` (Best-of-N variants);
+- stage 3: :mod:`.selection` (top min(300, N_c) per group by Ψ, the annotator check);
+- detection and evaluation: :mod:`.detect` (detector prompts and normaliser),
+  :mod:`.evaluation` (HSR by tier, domain, group; Δ; paired tiers; scaffold ablation;
+  specificity), :mod:`.verification` (human verification sheets, Wilson intervals, Fleiss' κ,
+  agreement with gold), :mod:`.sheets` (sampling verification sheets).
 """
 
 from verimod.tasks.softhate.filters import FilterModel, SafetyFilter, backend_scorer

@@ -7,8 +7,10 @@ detected*; see :mod:`verimod.tasks.softhate.evaluation`).
 
 **LLM detectors.** SoftHateBench gives every open and closed LLM one zero-shot prompt that asks
 for a single word, ``hateful`` or ``safe`` (paper, Appendix F). The prompt is data:
-``resources/softhate/detector_prompt.json`` (verimod's reconstruction of that contract, with
-the text fenced as data); :func:`build_messages` renders it.
+``resources/softhate/detector_prompt.json`` (verimod's reconstruction of that contract in the
+paper's plain terms — no definition, no priming —, with the text fenced as data), one per
+language (``en``, ``zh``); :func:`build_messages` renders it. Both ask for the English verdict
+words, which the normaliser reads.
 
 **Normaliser** (:func:`parse` / :func:`normalize`). The raw text is cleaned by
 :func:`verimod.tasks.safeqa.judges_text.clean_lines` (NFKC, special tokens and ``<think>``
@@ -117,18 +119,26 @@ class DetectorPrompt:
         return {"prompt": f"{self.version}:{self.sha256[:16]}", "normalizer": NORMALIZER_VERSION}
 
 
+#: Languages of the bundled detector prompt.
+PROMPT_LANGUAGES: Final[tuple[str, ...]] = ("en", "zh")
+
+
 @cache
-def detector_prompt() -> DetectorPrompt:
-    """The bundled prompt (``resources/softhate/detector_prompt.json``)."""
+def detector_prompt(language: str = "en") -> DetectorPrompt:
+    """The bundled prompt of ``language`` (``resources/softhate/detector_prompt.json``); its
+    version names the language (``softhate-detector-prompt/2/zh``)."""
     data = json.loads(resource_path(PROMPT_RESOURCE).read_text(encoding="utf-8"))
-    return DetectorPrompt(version=data["version"], system=data.get("system", ""), user=data["user"])
+    if language not in data["languages"]:
+        raise ValueError(f"no detector prompt in {language!r}; choose from {', '.join(data['languages'])}")
+    block = data["languages"][language]
+    return DetectorPrompt(version=f"{data['version']}/{language}", system=block.get("system", ""), user=block["user"])
 
 
-def build_messages(text: str) -> tuple[ChatMessage, ...]:
-    """The chat messages that ask an LLM detector about ``text``: the system message when the
-    prompt has one, then the user template with ``$text`` filled in (the text is inserted
-    verbatim; ``$`` inside it is not interpreted)."""
-    prompt = detector_prompt()
+def build_messages(text: str, language: str = "en") -> tuple[ChatMessage, ...]:
+    """The chat messages that ask an LLM detector about ``text`` in ``language``: the system
+    message when the prompt has one, then the user template with ``$text`` filled in (the text
+    is inserted verbatim; ``$`` inside it is not interpreted)."""
+    prompt = detector_prompt(language)
     system = (ChatMessage(role="system", content=prompt.system),) if prompt.system else ()
     user = Template(prompt.user).safe_substitute(text=text)
     return (*system, ChatMessage(role="user", content=user))

@@ -65,15 +65,17 @@ class DetectorFormat:
     version: str
 
 
-def detector_format(name: str, hate_categories: Collection[str] | None = None) -> DetectorFormat:
-    """``prompt`` or a guard format (see the module docstring); unknown names raise with a hint."""
+def detector_format(name: str, hate_categories: Collection[str] | None = None, language: str = "en") -> DetectorFormat:
+    """``prompt`` (in ``language``) or a guard format (see the module docstring); unknown names
+    raise with a hint."""
     if name == PROMPT_FORMAT:
+        prompt = detector_prompt(language)
         return DetectorFormat(
             name,
-            None,
+            lambda text: build_messages(text, language),
             normalize,
             PROMPT_LABELS,
-            f"{detector_prompt().version}:{detector_prompt().sha256[:16]}+{NORMALIZER_VERSION}",
+            f"{prompt.version}:{prompt.sha256[:16]}+{NORMALIZER_VERSION}",
         )
 
     def user_turn(text: str) -> tuple[ChatMessage, ...]:

@@ -22,10 +22,16 @@ one measured:
   slice with no item has rate NaN.
 - **Δ to Hard** (points) per run: Δ_r(tier) = 100 · (HSR_r(tier) − HSR_r(hard)); reported as
   mean ± sd over runs (the mean equals the difference of the mean HSRs).
-- **Scaffold ablation**: items carry a ``condition`` (e.g. ``E+D``, ``E+D+P``,
-  ``E+D+P+M``: the visible statements only, plus the Premise, plus Premise and Maxim); HSR is
-  reported per (tier, condition) and the gain over the baseline condition in points, per run
-  then mean ± sd, like Δ.
+- **Paired tiers**: items carry a ``pair`` key (the standpoint id: the seed's Hard item and
+  every soft item made from it share it). A pair is *complete* when it has at least one hate
+  item in every tier present among the hate items; the paired table gives HSR per tier over
+  the items of complete pairs only, and Δ to Hard on them — the same seeds in every tier, so
+  the tiers' differences are not differences of item sets. ``n_pairs`` says how many.
+- **Scaffold ablation**: items carry a ``condition`` (``E+D``, ``E+D+P``, ``E+D+P+M``: the
+  surface text only — the visible statements of a softbase item, the variant's own text of a
+  softgv or softhv item —, plus the Premise, plus Premise and Maxim; the paper's three inputs
+  on the three soft tiers); HSR is reported per (tier, condition) and the gain over the
+  baseline condition in points, per run then mean ± sd, like Δ.
 
 Items without a tier (domain, group, condition) are left out of the breakdown by that field.
 
@@ -68,6 +74,7 @@ class EvalItem:
     domain: str | None = None  # Level-1
     group: str | None = None  # Level-2
     condition: str | None = None  # scaffold-ablation input condition
+    pair: str | None = None  # standpoint id shared by the tiers made from one seed
 
 
 @dataclass(frozen=True)
@@ -292,6 +299,9 @@ class SoftHateReport:
     specificity_by_tier: dict[str, RateSummary] = field(default_factory=dict)
     classification: ClassificationSummary | None = None
     reference_tier: str = REFERENCE_TIER
+    n_pairs: int = 0
+    paired_by_tier: dict[str, RateSummary] = field(default_factory=dict)
+    paired_delta: dict[str, RunStats] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; tuple keys are joined with ``/``."""
@@ -315,6 +325,9 @@ class SoftHateReport:
             "specificity": None if self.specificity is None else self.specificity.to_dict(),
             "specificity_by_tier": table(self.specificity_by_tier),
             "classification": None if self.classification is None else self.classification.to_dict(),
+            "n_pairs": self.n_pairs,
+            "paired_by_tier": table(self.paired_by_tier),
+            "paired_delta": table(self.paired_delta),
         }
 
 
@@ -330,11 +343,13 @@ def evaluate(
     reference_tier: str = REFERENCE_TIER,
 ) -> SoftHateReport:
     """One model's full report (module docstring): HSR overall and by tier, domain, group,
-    tier × domain, tier × group and tier × condition; Δ to ``reference_tier``; specificity
-    (overall and by tier) and accuracy/macro-F1 when non-hate controls are present."""
+    tier × domain, tier × group and tier × condition; Δ to ``reference_tier``; the paired
+    tiers; specificity (overall and by tier) and accuracy/macro-F1 when non-hate controls are
+    present."""
     predictions = prediction_matrix(items, judgements, missing)
     by_tier = _single(breakdown(predictions, "hate", ("tier",)))
     has_controls = any(item.gold == "non_hate" for item in items)
+    n_pairs, paired = paired_breakdown(predictions, "hate")
     return SoftHateReport(
         n_items=len(items),
         runs=predictions.runs,
@@ -351,7 +366,30 @@ def evaluate(
         specificity_by_tier=_single(breakdown(predictions, "non_hate", ("tier",))) if has_controls else {},
         classification=classification(predictions),
         reference_tier=reference_tier,
+        n_pairs=n_pairs,
+        paired_by_tier=paired,
+        paired_delta=differences(paired, reference_tier),
     )
+
+
+def complete_pairs(items: Sequence[EvalItem], gold: Gold = "hate") -> set[str]:
+    """The pair keys with a ``gold`` item in every tier present among the ``gold`` items."""
+    tiers = {i.tier for i in items if i.gold == gold and i.tier is not None}
+    seen: dict[str, set[str]] = {}
+    for item in items:
+        if item.gold == gold and item.pair is not None and item.tier is not None:
+            seen.setdefault(item.pair, set()).add(item.tier)
+    return {pair for pair, found in seen.items() if found == tiers} if len(tiers) > 1 else set()
+
+
+def paired_breakdown(predictions: Predictions, gold: Gold = "hate") -> tuple[int, dict[str, RateSummary]]:
+    """``(number of complete pairs, rate per tier over their items)`` (module docstring)."""
+    pairs = complete_pairs(predictions.items, gold)
+    if not pairs:
+        return 0, {}
+    columns = [i for i, item in enumerate(predictions.items) if item.pair in pairs and item.gold == gold]
+    subset = Predictions(tuple(predictions.items[i] for i in columns), predictions.runs, predictions.labels[:, columns])
+    return len(pairs), _single(breakdown(subset, gold, ("tier",)))
 
 
 def _empty(predictions: Predictions) -> RateSummary:
@@ -381,7 +419,9 @@ def scaffold_ablation(
     predictions = prediction_matrix(items, judgements, missing)
     tiers = [item.tier or "" for item in items]
     tagged = Predictions(
-        tuple(EvalItem(i.id, i.gold, t, i.domain, i.group, i.condition) for i, t in zip(items, tiers, strict=True)),
+        tuple(
+            EvalItem(i.id, i.gold, t, i.domain, i.group, i.condition, i.pair) for i, t in zip(items, tiers, strict=True)
+        ),
         predictions.runs,
         predictions.labels,
     )

@@ -374,8 +374,8 @@ async def generate_amt(
 
 
 def base_item(trace: SearchTrace) -> GeneratedItem | None:
-    """The softbase item of a search with a winner (id ``<standpoint id>/<locus>``; text E D);
-    None for a search without one."""
+    """The softbase item of a search with a winner (id ``<standpoint id>/<locus>``; text E D;
+    paired with its standpoint, gold from it); None for a search without one."""
     if trace.amt is None:
         return None
     return GeneratedItem(
@@ -384,4 +384,6 @@ def base_item(trace: SearchTrace) -> GeneratedItem | None:
         text=trace.amt.visible_text,
         amt=trace.amt,
         search=trace,
+        standpoint_id=trace.standpoint.id,
+        gold=trace.standpoint.gold,
     )

@@ -15,9 +15,14 @@ A line with a ``search`` or ``variant`` field is read as a generated item, anyth
 plain one. Ids must be unique across all files given together. Every problem is a one-line
 :class:`~verimod.core.errors.InputError` naming file, line and field.
 
-:func:`ablation_items` builds the reasoning-scaffold conditions from softbase items: the
-visible statements only (``E+D``, the softbase text), plus the implicit Premise
-(``E+D+P``), plus Premise and Maxim (``E+D+P+M``); ids ``<id>#<condition>``.
+:func:`ablation_items` builds the reasoning-scaffold conditions from the soft items (softbase,
+softgv, softhv, each with its AMT): the surface text only (``E+D``: the softbase text, or the
+variant's own text), plus the implicit Premise (``E+D+P``), plus Premise and Maxim
+(``E+D+P+M``); ids ``<id>#<condition>``.
+
+Pairing: an item's ``pair`` is its standpoint id — ``standpoint_id`` of a plain item (the hard
+items ``softhate standpoints`` writes carry it) or of a generated item (else its search's
+standpoint).
 """
 
 from __future__ import annotations
@@ -67,24 +72,28 @@ class BenchItem:
 
 
 def from_generated(generated: GeneratedItem) -> BenchItem:
-    """The evaluation view of a generated item (gold hate; domain and group from the target)."""
+    """The evaluation view of a generated item (its gold; domain and group from the target;
+    paired by its standpoint)."""
     target = generated.amt.target if generated.amt is not None else None
+    pair = generated.standpoint_id or (generated.search.standpoint.id if generated.search else None)
     return BenchItem(
         generated.text,
         EvalItem(
             generated.id,
-            "hate",
+            generated.gold,
             generated.tier.value,
             None if target is None else target.level1.value,
             None if target is None else target.level2,
+            pair=pair,
         ),
         generated.amt,
     )
 
 
 def from_plain(plain: PlainItem) -> BenchItem:
-    """The evaluation view of a plain item."""
-    return BenchItem(plain.text, EvalItem(plain.id, plain.gold, plain.tier, plain.domain, plain.group, plain.condition))
+    """The evaluation view of a plain item (paired by its ``standpoint_id``)."""
+    e = EvalItem(plain.id, plain.gold, plain.tier, plain.domain, plain.group, plain.condition, plain.standpoint_id)
+    return BenchItem(plain.text, e)
 
 
 def _parse(obj: dict[str, Any], path: str, line: int) -> BenchItem:
@@ -128,18 +137,21 @@ def write_plain_items(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     return write_jsonl(path, (PlainItem.model_validate(r).model_dump(exclude_none=True) for r in rows))
 
 
-def ablation_items(items: Sequence[BenchItem]) -> list[BenchItem]:
-    """The three scaffold conditions of every softbase item (see the module docstring)."""
+SOFT_TIERS: tuple[str, ...] = (Tier.SOFTBASE.value, Tier.SOFTGV.value, Tier.SOFTHV.value)
+
+
+def ablation_items(items: Sequence[BenchItem], tiers: Sequence[str] = SOFT_TIERS) -> list[BenchItem]:
+    """The three scaffold conditions of every item of ``tiers`` with an AMT (module docstring)."""
     out = []
     for item in items:
         amt = item.amt
-        if amt is None or item.item.tier != Tier.SOFTBASE.value:
+        if amt is None or item.item.tier not in tiers:
             continue
-        visible = amt.visible_text
-        texts = (visible, join_texts(visible, amt.premise), join_texts(join_texts(visible, amt.premise), amt.maxim))
+        surface = item.text
+        with_premise = join_texts(surface, amt.premise)
+        texts = (surface, with_premise, join_texts(with_premise, amt.maxim))
         for condition, text in zip(SCAFFOLD_CONDITIONS, texts, strict=True):
             e = item.item
-            out.append(
-                BenchItem(text, EvalItem(f"{e.id}#{condition}", e.gold, e.tier, e.domain, e.group, condition), amt)
-            )
+            scaffold = EvalItem(f"{e.id}#{condition}", e.gold, e.tier, e.domain, e.group, condition, e.pair)
+            out.append(BenchItem(text, scaffold, amt))
     return out

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from verimod.core.errors import one_line
 from verimod.models.base import ChatMessage
 from verimod.resources import resource_path
-from verimod.tasks.softhate.schema import Language, Locus, Standpoint, VariantKind
+from verimod.tasks.softhate.schema import Gold, Language, Locus, Standpoint, TargetGroup, VariantKind
 
 PROMPTS_RESOURCE: Final = "softhate/prompts.json"
 PREMISE_FIELDS: Final = ("premise", "maxim")
@@ -59,6 +59,7 @@ class LanguagePrompts(BaseModel):
     hostilityvague: PromptBlock
     nli: PromptBlock
     loci: dict[Locus, LocusText]
+    control: dict[str, str] = {}  # block name → system message for non-hate control standpoints
 
 
 class SoftHatePrompts(BaseModel):
@@ -82,11 +83,26 @@ def softhate_prompts() -> SoftHatePrompts:
     return SoftHatePrompts.model_validate(data)
 
 
-def _render(block: PromptBlock, **values: str) -> tuple[ChatMessage, ...]:
+def _render(block: PromptBlock, system: str | None = None, **values: str) -> tuple[ChatMessage, ...]:
     user = Template(block.user).substitute(values)
-    if block.system:
-        return (ChatMessage(role="system", content=block.system), ChatMessage(role="user", content=user))
+    system = block.system if system is None else system
+    if system:
+        return (ChatMessage(role="system", content=system), ChatMessage(role="user", content=user))
     return (ChatMessage(role="user", content=user),)
+
+
+def target_name(target: TargetGroup, language: Language) -> str:
+    """The group's name in prompts of ``language``
+    (:meth:`~verimod.tasks.softhate.schema.TargetGroup.display_name`); ValueError when it has
+    none, so that a Chinese prompt never shows an English group name."""
+    name = target.display_name(language)
+    if name is None:
+        raise ValueError(f"group {target.name!r} has no {language} name (add one under 'names' in the taxonomy)")
+    return name
+
+
+def _system(prompts: LanguagePrompts, block: str, gold: Gold) -> str | None:
+    return prompts.control.get(block) if gold == "non_hate" else None
 
 
 def premise_messages(
@@ -97,8 +113,9 @@ def premise_messages(
     locus_text = prompts.loci[locus]
     return _render(
         prompts.premise,
+        _system(prompts, "premise", standpoint.gold),
         standpoint=standpoint.text,
-        target=standpoint.target.name,
+        target=target_name(standpoint.target, language),
         locus_name=locus_text.name,
         locus_description=locus_text.description,
         index=str(index),
@@ -110,10 +127,12 @@ def decompose_messages(
     standpoint: Standpoint, premise: str, maxim: str, index: int, count: int, language: Language = "en"
 ) -> tuple[ChatMessage, ...]:
     """Step 2: ask for an (E, D) candidate decomposing P; ``index`` is 1-based."""
+    prompts = softhate_prompts().languages[language]
     return _render(
-        softhate_prompts().languages[language].decompose,
+        prompts.decompose,
+        _system(prompts, "decompose", standpoint.gold),
         standpoint=standpoint.text,
-        target=standpoint.target.name,
+        target=target_name(standpoint.target, language),
         premise=premise,
         maxim=maxim,
         index=str(index),
@@ -122,12 +141,26 @@ def decompose_messages(
 
 
 def variant_messages(
-    kind: VariantKind, base: str, target: str, index: int, count: int, language: Language = "en"
+    kind: VariantKind,
+    base: str,
+    target: TargetGroup,
+    index: int,
+    count: int,
+    language: Language = "en",
+    gold: Gold = "hate",
 ) -> tuple[ChatMessage, ...]:
     """A GroupVague (``softgv``) or HostilityVague (``softhv``) candidate of the base text."""
     prompts = softhate_prompts().languages[language]
+    name = "groupvague" if kind == "softgv" else "hostilityvague"
     block = prompts.groupvague if kind == "softgv" else prompts.hostilityvague
-    return _render(block, base=base, target=target, index=str(index), count=str(count))
+    return _render(
+        block,
+        _system(prompts, name, gold),
+        base=base,
+        target=target_name(target, language),
+        index=str(index),
+        count=str(count),
+    )
 
 
 def nli_messages(premise: str, hypothesis: str, language: Language = "en") -> tuple[ChatMessage, ...]:

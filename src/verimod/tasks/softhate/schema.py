@@ -24,10 +24,13 @@ from verimod.tasks.softhate.scoring import EdgeScore, NliProbs, NormRange, Rejec
 
 Language = Literal["en", "zh"]
 VariantKind = Literal["softgv", "softhv"]
+Gold = Literal["hate", "non_hate"]
 
 
 class Level1Domain(StrEnum):
-    """The seven Level-1 socio-cultural domains of SoftHateBench."""
+    """The Level-1 socio-cultural domains: SoftHateBench's seven, plus ``disability`` and
+    ``occupation`` (groups the Chinese taxonomy needs: 残疾人, 外卖员 …; the paper's English
+    groups use none of them)."""
 
     RACE_ETHNICITY = "race_ethnicity"
     POLITICS_IDEOLOGY = "politics_ideology"
@@ -36,6 +39,8 @@ class Level1Domain(StrEnum):
     GENDER = "gender"
     SEXUAL_ORIENTATION = "sexual_orientation"
     SOCIO_ECONOMIC_CLASS = "socio_economic_class"
+    DISABILITY = "disability"
+    OCCUPATION = "occupation"
 
 
 class Locus(StrEnum):
@@ -91,6 +96,8 @@ LEVEL1_LABELS: dict[Level1Domain, str] = {
     Level1Domain.GENDER: "Gender",
     Level1Domain.SEXUAL_ORIENTATION: "Sexual Orientation",
     Level1Domain.SOCIO_ECONOMIC_CLASS: "Socio-Economic Class",
+    Level1Domain.DISABILITY: "Disability",
+    Level1Domain.OCCUPATION: "Occupation",
 }
 
 
@@ -111,30 +118,55 @@ class TargetGroup(_Record):
     """The target group [TG]: its surface name, Level-1 domain and Level-2 group.
 
     ``aliases`` are further explicit names of the group (a HostilityVague text must name none
-    of them, nor ``name``).
+    of them, nor ``name``); ``names`` are the group's display names per prompt language
+    (``{"zh": "黑人"}``), see :meth:`display_name`.
     """
 
     name: str = Field(min_length=1)
     level1: Level1Domain
     level2: str = Field(min_length=1)
     aliases: tuple[str, ...] = ()
+    names: dict[Language, str] = Field(default_factory=dict)
 
     def surface_forms(self) -> tuple[str, ...]:
-        """``name`` followed by the non-empty aliases."""
-        return (self.name, *(a for a in self.aliases if a.strip()))
+        """``name`` followed by the non-empty aliases and the display names not among them."""
+        forms = (self.name, *(a for a in self.aliases if a.strip()))
+        return forms + tuple(n for n in self.names.values() if n.strip() and n not in forms)
+
+    def display_name(self, language: Language) -> str | None:
+        """The name prompts of ``language`` use: ``names[language]``; else, for ``zh``, the first
+        of name and aliases written with a Han character (None when there is none: a Chinese
+        prompt never shows an English name) and, for ``en``, the first without one, else
+        ``name``."""
+        if language in self.names:
+            return self.names[language]
+        for form in (self.name, *self.aliases):
+            if has_han(form) == (language == "zh"):
+                return form
+        return None if language == "zh" else self.name
+
+
+def has_han(text: str) -> bool:
+    """True when ``text`` contains a CJK unified ideograph."""
+    return any(
+        "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" or "\U00020000" <= ch <= "\U0003134f" for ch in text
+    )
 
 
 class Standpoint(_Record):
     """A verified hostile standpoint S about a target group (the search's input).
 
     ``id`` enters sample ids (``<id>/<locus>/step1/cand1``), so it may not contain ``/`` or
-    whitespace.
+    whitespace; it is also the pairing key of every item made from it (the hard source
+    comment and its softbase, softgv and softhv items). ``gold`` is ``non_hate`` for the
+    standpoint of a non-hate control (a non-hateful claim argued through the same pipeline).
     """
 
     id: str = Field(min_length=1, pattern=r"^[^/\s]+$")
     text: str = Field(min_length=1)
     target: TargetGroup
     source_id: str | None = None  # the hard comment it was extracted from
+    gold: Gold = "hate"
 
 
 class AmtInstance(_Record):
@@ -317,7 +349,9 @@ class GeneratedItem(_Record):
     """One benchmark text: tier, text, AMT and the trace that produced it.
 
     ``softbase`` needs ``amt`` and ``search``; ``softgv``/``softhv`` need ``amt`` and
-    ``variant``; ``hard`` (the source comment) needs neither.
+    ``variant``; ``hard`` (the source comment) needs neither. ``standpoint_id`` pairs the item
+    with the other tiers made from the same standpoint (and so from the same seed);
+    ``gold`` is ``non_hate`` for non-hate controls.
     """
 
     id: str = Field(min_length=1)
@@ -326,6 +360,8 @@ class GeneratedItem(_Record):
     amt: AmtInstance | None = None
     search: SearchTrace | None = None
     variant: VariantTrace | None = None
+    standpoint_id: str | None = None
+    gold: Gold = "hate"
 
     @model_validator(mode="after")
     def _check_tier(self) -> GeneratedItem:

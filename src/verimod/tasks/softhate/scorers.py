@@ -28,9 +28,8 @@ Implementations:
   with per-position logits (``logits_all``); :class:`LlamaCppNliScorer` asks the same model
   the NLI question and reads the three labels' token log-probabilities:
   ``p_label = exp(lp_label) / Σ_l exp(lp_l)`` where ``lp_label`` is the summed log-probability
-  of the label's tokens as the assistant's answer. ``ModelResponse`` carries no token
-  log-probabilities, so a log-probability scorer over an HTTP backend would need that field
-  first (``prompt_logprobs`` of vLLM's completions API is the natural source).
+  of the label's tokens as the assistant's answer. A scorer LM over an OpenAI-compatible
+  server (vLLM, llama.cpp server) is :class:`verimod.tasks.softhate.http_scorer.HttpLanguageScorer`.
 - :class:`StaticNliScorer` / :class:`StaticLanguageScorer` — answers from tables keyed by
   ``key`` (tests, or scores computed elsewhere).
 - :class:`CharNgramTfidfSimilarity` (default, offline, no model download) and

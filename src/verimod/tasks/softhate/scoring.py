@@ -83,7 +83,12 @@ class NliProbs(BaseModel):
 
 
 class LmStats(BaseModel):
-    """One scorer LM's reading of a continuation given its context."""
+    """One scorer LM's reading of a continuation given its context.
+
+    ``top_k``: None when the entropy is exact (a local model's full distribution), else the
+    number of alternatives per position it was bounded from (an HTTP scorer);
+    ``outside_top_k``: tokens whose own probability was not returned (their NLL is a bound).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -91,6 +96,8 @@ class LmStats(BaseModel):
     mean_nll: float = Field(ge=0.0)  # nats per continuation token
     mean_entropy: float = Field(ge=0.0)  # nats, mean over the continuation positions
     n_tokens: int | None = Field(None, ge=1)
+    top_k: int | None = Field(None, ge=1)
+    outside_top_k: int | None = Field(None, ge=0)
 
 
 class CostWeights(BaseModel):

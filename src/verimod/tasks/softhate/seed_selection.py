@@ -1,8 +1,9 @@
 """Selection steps of SoftHateBench seeds (stage 1): the detector vote and medoid standpoints.
 
 **Detector vote** (:func:`strict_majority`): keep item i iff v_i > k, v_i = number of
-detectors labelling it hate (a missing or invalid label is no vote); k defaults to ⌊n/2⌋
-(a strict majority); the paper uses k = 7 of n = 11.
+detectors labelling it hate (a missing or invalid label is no vote); k defaults to the
+paper's share, k = ⌊7n/11⌋, so that v_i > k ⟺ v_i / n > 7/11 (n = 11: more than 7, i.e. 8
+of 11; n = 3: more than 1, i.e. 2 of 3, since 7·3/11 ≈ 1.9); ``more_than`` sets k.
 
 **Medoid standpoint** (:func:`select_medoids`): in each group, members are ranked by their
 mean similarity to the other members, m_i = Σ_{j≠i} s_ij / (n − 1) = (x_i · Σ_j x_j − x_i ·
@@ -58,14 +59,21 @@ def _vote(value: object) -> bool:
     raise ValueError(f"a detector label must be a bool, 0/1, a label string or None, got {value!r}")
 
 
+def paper_more_than(n: int) -> int:
+    """``⌊7n/11⌋``: v > it exactly when v/n > 7/11, the paper's vote (> 7 of 11 detectors)."""
+    return (7 * n) // 11
+
+
 def strict_majority(labels: Sequence[Sequence[object]] | npt.NDArray[Any], more_than: int | None = None) -> VoteResult:
     """Keep items that more than ``more_than`` detectors label hate (module docstring).
 
     ``labels`` is detectors × items: True/1/``"hate"`` is a hate vote; False/0/``"non_hate"``,
-    ``"invalid"`` and None/NaN are not. ``more_than`` defaults to ⌊n/2⌋ (strict majority).
+    ``"invalid"`` and None/NaN are not. ``more_than`` defaults to ⌊7n/11⌋ (the paper's > 7/11).
 
     >>> strict_majority([[1, 1, 0], [1, 0, 0], [1, 1, None]]).keep.tolist()
     [True, True, False]
+    >>> strict_majority([[1]] * 8 + [[0]] * 3).keep.tolist(), strict_majority([[1]] * 7 + [[0]] * 4).keep.tolist()
+    ([True], [False])
     >>> strict_majority([["hate"] * 2] * 7 + [["non_hate", "hate"]] * 4, more_than=7).votes.tolist()
     [7, 11]
     """
@@ -75,7 +83,7 @@ def strict_majority(labels: Sequence[Sequence[object]] | npt.NDArray[Any], more_
     n = int(array.shape[0])
     if n == 0:
         raise ValueError("labels need at least one detector")
-    k = n // 2 if more_than is None else more_than
+    k = paper_more_than(n) if more_than is None else more_than
     if not 0 <= k < n:
         raise ValueError(f"more_than must be in [0, {n - 1}] for {n} detectors, got {k}")
     if array.dtype.kind == "b":

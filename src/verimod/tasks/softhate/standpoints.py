@@ -52,7 +52,7 @@ from verimod.models.base import ChatMessage, GenerationParams, ModelBackend, Mod
 from verimod.resources import resource_path
 from verimod.tasks.softhate.groups import GroupTaxonomy, slug
 from verimod.tasks.softhate.prompts import field_schema
-from verimod.tasks.softhate.schema import Language, Standpoint, TargetGroup
+from verimod.tasks.softhate.schema import Gold, Language, Standpoint, TargetGroup
 from verimod.tasks.softhate.scorers import NliScorer, ScoringError, hashed_key
 from verimod.tasks.softhate.seed_selection import select_medoids, select_medoids_async
 from verimod.tasks.softhate.seed_similarity import Embedder
@@ -71,14 +71,17 @@ AsyncEntailment = Callable[[str, str], Awaitable[float]]
 
 @dataclass(frozen=True)
 class StandpointPrompt:
-    """The bundled extraction prompt: its version and a (system, user) template per language."""
+    """The bundled extraction prompt: its version and a (system, user) template per language,
+    for hate seeds (``languages``: the hostile standpoint) and for non-hate control seeds
+    (``claims``: the claim the text makes about a group)."""
 
     version: str
     languages: Mapping[str, tuple[str, str]]
+    claims: Mapping[str, tuple[str, str]]
 
-    def messages(self, text: str, language: Language = "en") -> tuple[ChatMessage, ...]:
+    def messages(self, text: str, language: Language = "en", polarity: Gold = "hate") -> tuple[ChatMessage, ...]:
         """The chat messages asking about ``text`` (inserted verbatim; ``$`` in it is not read)."""
-        system, user = self.languages[language]
+        system, user = (self.languages if polarity == "hate" else self.claims)[language]
         body = Template(user).substitute(text=text)
         head = (ChatMessage(role="system", content=system),) if system else ()
         return (*head, ChatMessage(role="user", content=body))
@@ -89,7 +92,8 @@ def standpoint_prompt() -> StandpointPrompt:
     """The bundled prompt (``resources/softhate/standpoint_prompt.json``)."""
     data = json.loads(resource_path(PROMPT_RESOURCE).read_text(encoding="utf-8"))
     languages = {name: (block.get("system", ""), block["user"]) for name, block in data["languages"].items()}
-    return StandpointPrompt(version=data["version"], languages=languages)
+    claims = {name: (block.get("system", ""), block["user"]) for name, block in data["claims"].items()}
+    return StandpointPrompt(version=data["version"], languages=languages, claims=claims)
 
 
 @dataclass(frozen=True)
@@ -144,11 +148,13 @@ async def extract_standpoints(
     backend: ModelBackend,
     *,
     language: Language = "en",
+    polarity: Gold = "hate",
     params: GenerationParams | None = None,
     engine: EngineConfig | None = None,
     cache: ResponseCache | None = None,
 ) -> list[Extraction]:
-    """One :class:`Extraction` per item, in input order (module docstring).
+    """One :class:`Extraction` per item, in input order (module docstring); ``polarity``
+    ``non_hate`` asks for the claim of a non-hate control seed instead of a hostile standpoint.
 
     ``params`` default to temperature 0, 256 tokens, seed 0; the JSON schema of the answer is
     added as structured output unless ``params`` already carry one. Item ids must be unique
@@ -165,7 +171,7 @@ async def extract_standpoints(
     if generation.structured is None:
         generation = generation.model_copy(update={"structured": structured})
     requests = [
-        ModelRequest(sample_id=item.id, messages=prompt.messages(item.text, language), params=generation)
+        ModelRequest(sample_id=item.id, messages=prompt.messages(item.text, language, polarity), params=generation)
         for item in items
     ]
     outcomes: dict[str, Outcome] = {}
@@ -279,6 +285,17 @@ class GroupSelection:
     checks: list[dict[str, Any]]
 
 
+def check_selection_args(min_group: int, threshold: float, item_ids: Sequence[str]) -> None:
+    """ValueError for ``min_group < 1``, a threshold outside [0, 1] or a repeated item id."""
+    if min_group < 1:
+        raise ValueError(f"min_group must be ≥ 1, got {min_group}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    repeated = [i for i, n in Counter(item_ids).items() if n > 1]
+    if repeated:
+        raise ValueError(f"duplicate item id {repeated[0]!r}")
+
+
 async def select_group_standpoints(
     extractions: Sequence[Extraction],
     taxonomy: GroupTaxonomy,
@@ -294,13 +311,7 @@ async def select_group_standpoints(
     check (the value is None and ``error`` holds the message; the next member is tried); other
     exceptions propagate. ``entailment=None``: no check, ``passed`` is None.
     """
-    if min_group < 1:
-        raise ValueError(f"min_group must be ≥ 1, got {min_group}")
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-    repeated = [i for i, n in Counter(e.item_id for e in extractions).items() if n > 1]
-    if repeated:
-        raise ValueError(f"duplicate item id {repeated[0]!r}")
+    check_selection_args(min_group, threshold, [e.item_id for e in extractions])
     assigned: dict[str, list[Extraction]] = {g.name: [] for g in taxonomy.groups}
     unresolved = 0
     for e in extractions:

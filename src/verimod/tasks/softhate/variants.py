@@ -148,7 +148,7 @@ async def generate_variant(
     requests = [
         ModelRequest(
             sample_id=w.id,
-            messages=variant_messages(kind, base.text, target.name, k, n, config.language),
+            messages=variant_messages(kind, base.text, target, k, n, config.language, base.gold),
             params=params,
         )
         for k, w in enumerate(works, start=1)
@@ -226,9 +226,16 @@ def _reason(candidates: list[VariantCandidate]) -> str:
 
 
 def variant_item(base: GeneratedItem, trace: VariantTrace) -> GeneratedItem | None:
-    """The ``softgv``/``softhv`` item of a variant search with a winner (id ``<base id>/<kind>``)."""
+    """The ``softgv``/``softhv`` item of a variant search with a winner (id ``<base id>/<kind>``;
+    the base's standpoint id and gold: the pairing and the label go through the variants)."""
     if trace.text is None:
         return None
     return GeneratedItem(
-        id=f"{base.id}/{trace.kind}", tier=Tier(trace.kind), text=trace.text, amt=base.amt, variant=trace
+        id=f"{base.id}/{trace.kind}",
+        tier=Tier(trace.kind),
+        text=trace.text,
+        amt=base.amt,
+        variant=trace,
+        standpoint_id=base.standpoint_id or (base.search.standpoint.id if base.search else None),
+        gold=base.gold,
     )

@@ -19,6 +19,12 @@ z = Φ⁻¹(1 − α/2):
     [centre − half, centre + half]  (NaN, NaN for n = 0);
 equal to ``statsmodels.stats.proportion.proportion_confint(k, n, method="wilson")``.
 
+**Agreement with the authors' labels** (:func:`agreement_summary`, the paper's perception
+check): on a ``hateful`` criterion, an item agrees when its majority verdict (more than half
+``yes`` → hateful; more than half ``no`` → not hateful; a tie agrees with neither) equals its
+gold label; the share of agreeing items, its Wilson interval and Fleiss' κ, overall and per
+gold label.
+
 >>> [round(x, 3) for x in wilson_interval(425, 500)]   # the paper's Softbase validity: 85.0% of 500
 [0.816, 0.879]
 """
@@ -160,6 +166,11 @@ class VerificationSummary:
         return json_ready(asdict(self))
 
 
+def _yes_no_table(votes: Iterable[Counter[bool]]) -> RatingTable:
+    """Items × (yes, no) verdict counts, for Fleiss' κ."""
+    return RatingTable.from_counts([[v[True], v[False]] for v in votes], categories=("yes", "no"))
+
+
 def _slice_order(key: tuple[str, str | None]) -> tuple[Any, ...]:
     criterion, tier = key
     return criterion, tier is not None, TIERS.index(tier) if tier in TIERS else len(TIERS), tier or ""
@@ -185,7 +196,7 @@ def verification_summary(
         items = slices[(criterion, tier)]
         passed = sum(1 for v in items if v[True] > (v[True] + v[False]) / 2)
         low, high = wilson_interval(passed, len(items), confidence)
-        table = RatingTable.from_counts([[v[True], v[False]] for v in items], categories=("yes", "no"))
+        table = _yes_no_table(items)
         out.append(
             VerificationSummary(
                 criterion,
@@ -198,5 +209,54 @@ def verification_summary(
                 high,
                 fleiss_kappa(table),
             )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class AgreementSummary:
+    """Agreement of majority verdicts with gold labels on one criterion (``gold``: None for
+    all items, else one gold label)."""
+
+    criterion: str
+    gold: str | None
+    n_items: int
+    agree: int
+    rate: float
+    wilson_low: float
+    wilson_high: float
+    fleiss_kappa: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN becomes None)."""
+        return json_ready(asdict(self))
+
+
+def agreement_summary(
+    rows: Iterable[SheetRow], gold: Mapping[str, str], criterion: str = "hateful", confidence: float = 0.95
+) -> list[AgreementSummary]:
+    """Agreement with ``gold`` (item id → ``hate`` | ``non_hate``) of the majority verdicts on
+    ``criterion`` (module docstring); items without a gold label raise ValueError."""
+    counts: dict[str, Counter[bool]] = {}
+    for row in rows:
+        if row.criterion == criterion:
+            counts.setdefault(row.item_id, Counter())[row.verdict] += 1
+    missing = [i for i in counts if i not in gold]
+    if missing:
+        raise ValueError(f"item {missing[0]!r} on the sheet has no gold label among the items")
+    out = []
+    for label in (None, "hate", "non_hate"):
+        ids = [i for i in counts if label is None or gold[i] == label]
+        if not ids:
+            continue
+        agree = 0
+        for item_id in ids:
+            votes = counts[item_id]
+            majority = True if votes[True] > votes[False] else False if votes[False] > votes[True] else None
+            agree += majority is not None and majority == (gold[item_id] == "hate")
+        low, high = wilson_interval(agree, len(ids), confidence)
+        table = _yes_no_table([counts[i] for i in ids])
+        out.append(
+            AgreementSummary(criterion, label, len(ids), agree, agree / len(ids), low, high, fleiss_kappa(table))
         )
     return out
