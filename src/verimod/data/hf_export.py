@@ -139,6 +139,37 @@ def _prepare_folder(folder: Path, overwrite: bool) -> None:
     data.mkdir(parents=True, exist_ok=True)
 
 
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MissingExtraError('writing Parquet needs pyarrow: pip install "verimod[datasets]"') from None
+    return pa, pq
+
+
+def reference_table(references: Sequence[VarmReference], context_list: bool | None = None) -> Any:
+    """The references as a pyarrow table with the export's columns and types (module docstring);
+    ``context_list`` None: a list column when any reference has a list context."""
+    pa, _ = _pyarrow()
+    as_list = _context_is_list(references) if context_list is None else context_list
+    schema = pa.schema(
+        [(column, pa.string()) for column in _STRING_COLUMNS]
+        + [("tags", pa.list_(pa.string()))]
+        + [("context", pa.list_(pa.string()) if as_list else pa.string()), ("meta", pa.string())]
+    )
+    return pa.table(_columns(references, as_list), schema=schema)
+
+
+def write_parquet(references: Sequence[VarmReference], path: str | Path) -> Path:
+    """One Parquet file of ``references`` (the columns of :func:`reference_table`)."""
+    _, pq = _pyarrow()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(reference_table(references), target)
+    return target
+
+
 def export_hf(
     references: Sequence[VarmReference],
     folder: str | Path,
@@ -152,11 +183,7 @@ def export_hf(
     overwrite: bool = False,
 ) -> HfExport:
     """Write ``references`` as a hub-ready data set folder (see the module docstring)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise MissingExtraError('writing Parquet needs pyarrow: pip install "verimod[datasets]"') from None
+    _, pq = _pyarrow()
     if shard_rows < 1:
         raise InputError.at("--shard-rows", None, None, f"must be at least 1, got {shard_rows}")
     by_split: dict[str, list[VarmReference]] = {}
@@ -182,11 +209,6 @@ def export_hf(
     out = Path(folder)
     _prepare_folder(out, overwrite)
     context_list = _context_is_list(references)
-    schema = pa.schema(
-        [(column, pa.string()) for column in _STRING_COLUMNS]
-        + [("tags", pa.list_(pa.string()))]
-        + [("context", pa.list_(pa.string()) if context_list else pa.string()), ("meta", pa.string())]
-    )
     files: list[Path] = []
     arrow_bytes: dict[str, int] = {}
     for split, items in by_split.items():
@@ -194,7 +216,7 @@ def export_hf(
         for index in range(shards):
             chunk = items[index * shard_rows : (index + 1) * shard_rows]
             target = out / "data" / f"{split}-{index:05d}-of-{shards:05d}.parquet"
-            table = pa.table(_columns(chunk, context_list), schema=schema)
+            table = reference_table(chunk, context_list)
             pq.write_table(table, target)
             arrow_bytes[split] = arrow_bytes.get(split, 0) + table.nbytes
             files.append(target)
