@@ -14,6 +14,7 @@ from verimod.cli import data, diagnose, report, review, runs, safeqa, softhate, 
 from verimod.cli import eval as eval_cli
 from verimod.cli import exports as exports_cli
 from verimod.cli import imports as imports_cli
+from verimod.cli import sweep as sweep_cli
 
 app = typer.Typer(
     name="verimod",
@@ -55,6 +56,7 @@ softhate.register(app)
 toxirex.register(app)
 imports_cli.register(app)
 exports_cli.register(app)
+sweep_cli.register(app)
 
 
 def one_paragraph_summaries(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:

@@ -147,13 +147,20 @@ def prepare_run(settings: EvalSettings) -> PreparedRun:
     return PreparedRun(references, data, template, examples, requests)
 
 
-def start_run(settings: EvalSettings, prepared: PreparedRun, backend: ModelBackend, runs_root: str | Path) -> RunStore:
-    """Create the run directory of a prepared run."""
+def start_run(
+    settings: EvalSettings,
+    prepared: PreparedRun,
+    backend: ModelBackend,
+    runs_root: str | Path,
+    run_id: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> RunStore:
+    """Create the run directory of a prepared run (named ``run_id`` when given: it must be new)."""
     root = Path(runs_root)
     root.mkdir(parents=True, exist_ok=True)
     template = prepared.template
     manifest = RunManifest(
-        run_id=_run_id(root, settings),
+        run_id=run_id or _run_id(root, settings),
         model=settings.model,
         backend=backend.identity(),
         setting=settings.setting,
@@ -168,6 +175,7 @@ def start_run(settings: EvalSettings, prepared: PreparedRun, backend: ModelBacke
         verimod_version=__version__,
         parser_version=PARSER_VERSION,
         git_revision=git_revision(Path(__file__).parent),
+        provenance=provenance,
     )
     manifest.counts.total = len(prepared.requests)
     return RunStore.create(root, manifest, (r.model_dump(exclude_none=True) for r in prepared.references))
