@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from tests.conftest import write_lines
 from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
 from verimod.cli.app import app
-from verimod.core.errors import InputError
 from verimod.core.runs import RunStore
 from verimod.models.base import GenerationParams
 from verimod.sweep import load_sweep, run_cell
