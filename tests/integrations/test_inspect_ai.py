@@ -28,8 +28,9 @@ from inspect_ai.log import read_eval_log  # noqa: E402
 from inspect_ai.scorer import Score  # noqa: E402
 
 from verimod.integrations.inspect_ai import _registry  # noqa: E402, F401 - registers the model and tasks
-from verimod.integrations.inspect_ai.scorer import METRIC_KEYS, first_epoch  # noqa: E402
+from verimod.integrations.inspect_ai.scorer import first_epoch  # noqa: E402
 from verimod.integrations.inspect_ai.tasks import varm, varm_k_shot, varm_taxonomy, varm_zero_shot  # noqa: E402
+from verimod.integrations.varm_metrics import METRIC_KEYS  # noqa: E402
 
 ITEMS = load_starter("test")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # inspect's own, from its retry helper
@@ -166,6 +167,8 @@ def test_import_makes_a_run_that_compares_reports_and_diagnoses(zero_shot_log, f
     result = run("import", "inspect", zero_shot_log.location, "--runs-dir", runs, "-q")
     assert result.exit_code == 0, result.stderr
     imported = next(runs.iterdir())
+    again = run("import", "inspect", zero_shot_log.location, "--runs-dir", runs)
+    assert again.exit_code == 2 and f"this log was imported already: {imported}" in again.stderr
     result = run("eval", "--model", f"scripted:{files['preds']}", "--data", files["refs"], "--runs-dir", runs, "-q")
     assert result.exit_code == 0, result.stderr
     native = next(p for p in runs.iterdir() if p != imported)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import write_lines
 from verimod.cli.app import app
+from verimod.integrations.varm_metrics import METRIC_KEYS as METRICS
 from verimod.tasks.varm.corrupt import demo_outputs
 from verimod.tasks.varm.evaluate import EvalSettings, prepare_run
 from verimod.tasks.varm.starter import load_starter
@@ -22,19 +23,6 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-METRICS = (
-    "label_macro_f1",
-    "category_macro_f1",
-    "target_char_f1",
-    "target_type_macro_f1",
-    "explicitness_macro_f1",
-    "stance_macro_f1",
-    "parse_rate",
-    "format_rate",
-    "jrem",
-    "her_c",
-    "her_l",
-)
 ITEMS = load_starter("test")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

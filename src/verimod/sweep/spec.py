@@ -70,7 +70,7 @@ class ModelEntry(BaseModel):
 
     model: str = Field(min_length=1)
     label: str | None = None
-    adapters: list[str | None] = Field(default_factory=lambda: [None], min_length=1)
+    adapters: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
     base_url: list[str] = Field(default_factory=list)
     api_key_env: str | None = None
     max_concurrency: int | None = Field(None, ge=1)
@@ -150,7 +150,7 @@ class SweepSpec(BaseModel):
     runs_dir: str | None = None
     budget: int = Field(2, ge=1)
     models: list[ModelEntry] = Field(min_length=1)
-    settings: list[Setting] = Field(default_factory=lambda: ["zero-shot"], min_length=1)
+    settings: list[Setting] = Field(default_factory=lambda: list[Setting](["zero-shot"]), min_length=1)
     data: list[DataEntry] = Field(default_factory=list)
     constraints: list[ConstraintEntry] = Field(default_factory=lambda: [ConstraintEntry(name="none")], min_length=1)
     train: str | None = None

@@ -80,6 +80,7 @@ def _text(content: Any) -> str:
 
 def _prompt_hash(sample: Any) -> str:
     messages = sample.input if isinstance(sample.input, list) else None
+    chat: tuple[ChatMessage, ...]
     if messages is None:
         chat = (ChatMessage(role="user", content=str(sample.input)),)
     else:
@@ -163,15 +164,11 @@ def _params(log: Any, task_meta: dict[str, Any]) -> dict[str, Any]:
     return {**task_meta.get("params", {}), **config}
 
 
-def _run_id(root: Path, log: Any) -> str:
+def _run_id(log: Any) -> str:
+    """``<created>-inspect-<model>-<task>-<eval id>``: one run per log."""
     stamp = datetime.fromisoformat(str(log.eval.created)).astimezone(UTC).strftime("%Y%m%d-%H%M%S")
     task = str(log.eval.task).split("/")[-1]
-    base = f"{stamp}-inspect-{slug(str(log.eval.model).split('/')[-1])}-{slug(task)}"
-    candidate, n = base, 1
-    while (root / candidate).exists():
-        n += 1
-        candidate = f"{base}-{n}"
-    return candidate
+    return f"{stamp}-inspect-{slug(str(log.eval.model).split('/')[-1])}-{slug(task)}-{slug(str(log.eval.eval_id))[:8]}"
 
 
 def import_inspect_log(log_path: str | Path, runs_root: str | Path, reference_file: str | None = None) -> ImportedRun:
@@ -191,8 +188,11 @@ def import_inspect_log(log_path: str | Path, runs_root: str | Path, reference_fi
     stats = log.stats
     root = Path(runs_root)
     root.mkdir(parents=True, exist_ok=True)
+    run_id = _run_id(log)
+    if (root / run_id).exists():
+        raise InputError.at(str(path), None, None, f"this log was imported already: {root / run_id}")
     manifest = RunManifest(
-        run_id=_run_id(root, log),
+        run_id=run_id,
         model=f"inspect:{log.eval.model}",
         backend={"backend": "inspect_ai", "model": log.eval.model, "base_url": log.eval.model_base_url},
         setting=task_meta.get("setting") or str(log.eval.task).split("/")[-1],

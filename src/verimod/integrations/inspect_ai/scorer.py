@@ -37,24 +37,10 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
+from verimod.integrations.varm_metrics import ScoresMemo, metric_value
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import VarmScorer, VarmScores
-
-#: The VARM metrics, as keys of :class:`VarmScores` (the ``verimod score --json`` keys).
-METRIC_KEYS: Final = (
-    "label_macro_f1",
-    "category_macro_f1",
-    "target_char_f1",
-    "target_type_macro_f1",
-    "explicitness_macro_f1",
-    "stance_macro_f1",
-    "parse_rate",
-    "format_rate",
-    "jrem",
-    "her_c",
-    "her_l",
-)
 
 
 def sample_reference(metadata: dict[str, Any] | None) -> VarmReference:
@@ -64,41 +50,29 @@ def sample_reference(metadata: dict[str, Any] | None) -> VarmReference:
     return VarmReference.model_validate(metadata["reference"])
 
 
-class _LastScores:
-    """The VARM scores of the last list of sample scores seen. inspect computes every metric of
-    a scorer on the same list object, one after another, so the list is scored once; any other
-    list (another task, another reducer) is scored anew."""
-
-    def __init__(self) -> None:
-        self._seen: Sequence[SampleScore] | None = None
-        self._scores: VarmScores | None = None
-
-    def of(self, sample_scores: Sequence[SampleScore]) -> VarmScores:
-        if sample_scores is not self._seen or self._scores is None:
-            scorer = VarmScorer()
-            for sample_score in sample_scores:
-                reference = sample_reference(sample_score.sample_metadata)
-                scorer.add(reference.id, reference, sample_score.score.answer)
-            self._seen, self._scores = sample_scores, scorer.scores()
-        return self._scores
-
-
-_LAST = _LastScores()
+_MEMO = ScoresMemo()
 
 
 def varm_scores(sample_scores: Sequence[SampleScore]) -> VarmScores:
     """verimod's scores of a list of inspect sample scores (references from the sample
     metadata, outputs from the score answers)."""
-    return _LAST.of(sample_scores)
+
+    def score() -> VarmScores:
+        scorer = VarmScorer()
+        for sample_score in sample_scores:
+            reference = sample_reference(sample_score.sample_metadata)
+            scorer.add(reference.id, reference, sample_score.score.answer)
+        return scorer.scores()
+
+    return _MEMO.get(list(sample_scores), score)
 
 
 def _metric_of(key: str) -> Callable[[], Metric]:
     def compute(sample_scores: list[SampleScore]) -> float:
-        value = getattr(varm_scores(sample_scores), key)
-        return math.nan if value is None else float(value)
+        return metric_value(varm_scores(sample_scores), key)
 
     def factory() -> Metric:
-        return compute
+        return compute  # type: ignore[return-value]  # a MetricProtocol: list[SampleScore] -> Value
 
     factory.__name__ = key
     factory.__qualname__ = key

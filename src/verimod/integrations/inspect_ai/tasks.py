@@ -18,6 +18,7 @@ starter set's test split), ``split``, ``limit``, ``shots``, ``train``, ``prompt_
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from inspect_ai import Epochs, Task, task
@@ -122,26 +123,23 @@ def varm(
     return varm_task(_settings(setting, data, split, limit, shots, train, prompt_template))
 
 
-@task
-def varm_zero_shot(
-    data: str | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    prompt_template: str | None = None,
-) -> Task:
-    """VARM, zero-shot prompt."""
-    return varm_task(_settings("zero-shot", data, split, limit, 0, None, prompt_template))
+def _fixed_setting(setting: str) -> Callable[..., Task]:
+    """The registered task of one setting without examples (zero-shot, taxonomy)."""
+
+    def fixed(
+        data: str | None = None,
+        split: str | None = None,
+        limit: int | None = None,
+        prompt_template: str | None = None,
+    ) -> Task:
+        return varm_task(_settings(setting, data, split, limit, 0, None, prompt_template))
+
+    fixed.__doc__ = f"VARM, {setting} prompt."
+    return task(name=f"varm_{setting.replace('-', '_')}")(fixed)  # type: ignore[no-any-return]
 
 
-@task
-def varm_taxonomy(
-    data: str | None = None,
-    split: str | None = None,
-    limit: int | None = None,
-    prompt_template: str | None = None,
-) -> Task:
-    """VARM, taxonomy-guided prompt (the codebook in the prompt)."""
-    return varm_task(_settings("taxonomy", data, split, limit, 0, None, prompt_template))
+varm_zero_shot = _fixed_setting("zero-shot")
+varm_taxonomy = _fixed_setting("taxonomy")
 
 
 @task

@@ -18,32 +18,19 @@ The module written into an export folder (``verimod_varm.py``) binds these to th
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
 from verimod.data.hf import table_row
+from verimod.integrations.varm_metrics import METRIC_KEYS, ScoresMemo, metric_value
 from verimod.tasks.varm.prompts import PromptTemplate
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import VarmScorer, VarmScores
 
 SYSTEM_COLUMN: Final = "verimod_system"
 USER_COLUMN: Final = "verimod_user"
-METRIC_KEYS: Final = (
-    "label_macro_f1",
-    "category_macro_f1",
-    "target_char_f1",
-    "target_type_macro_f1",
-    "explicitness_macro_f1",
-    "stance_macro_f1",
-    "parse_rate",
-    "format_rate",
-    "jrem",
-    "her_c",
-    "her_l",
-)
 
 
 def doc_reference(doc: dict[str, Any]) -> VarmReference:
@@ -84,36 +71,25 @@ def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, tu
     return {key: (reference, output) for key in METRIC_KEYS}
 
 
-class _LastScores:
-    """The scores of the last list of pairs seen: every metric aggregates the same pairs."""
-
-    def __init__(self) -> None:
-        self._pairs: list[tuple[str, str]] | None = None
-        self._scores: VarmScores | None = None
-
-    def of(self, pairs: Sequence[tuple[str, str]]) -> VarmScores:
-        key = [tuple(p) for p in pairs]
-        if key != self._pairs or self._scores is None:
-            scorer = VarmScorer()
-            for reference_json, output in key:
-                reference = VarmReference.model_validate_json(reference_json)
-                scorer.add(reference.id, reference, output)
-            self._pairs, self._scores = key, scorer.scores()
-        return self._scores
-
-
-_LAST = _LastScores()
+_MEMO = ScoresMemo()
 
 
 def scores_of(pairs: Sequence[tuple[str, str]]) -> VarmScores:
     """verimod's scores of ``(reference JSON, output)`` pairs."""
-    return _LAST.of(pairs)
+
+    def score() -> VarmScores:
+        scorer = VarmScorer()
+        for reference_json, output in pairs:
+            reference = VarmReference.model_validate_json(reference_json)
+            scorer.add(reference.id, reference, output)
+        return scorer.scores()
+
+    return _MEMO.get([tuple(p) for p in pairs], score)
 
 
 def _aggregation(key: str) -> Callable[[Sequence[tuple[str, str]]], float]:
     def aggregate(pairs: Sequence[tuple[str, str]]) -> float:
-        value = getattr(scores_of(pairs), key)
-        return math.nan if value is None else float(value)
+        return metric_value(scores_of(pairs), key)
 
     aggregate.__name__ = key
     aggregate.__doc__ = f"VARM ``{key}`` of all the documents, by verimod's scorer (NaN: undefined)."
