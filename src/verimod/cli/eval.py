@@ -134,7 +134,7 @@ def eval_command(
     ] = "baseline",
     data: Annotated[
         str | None,
-        typer.Option(help="References: JSONL, Parquet, a datasets folder or hf:NAME[:SPLIT] (default: the starter set)."),
+        typer.Option(help="References: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT] (default: starter set)."),
     ] = None,
     split: Annotated[str | None, typer.Option(help="Only items of this split (starter default: test).")] = None,
     setting: Annotated[str, typer.Option(help=f"Prompt setting: {' | '.join(SETTINGS)}.")] = "zero-shot",
