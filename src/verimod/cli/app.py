@@ -12,6 +12,9 @@ import typer.main
 from verimod import __version__
 from verimod.cli import data, diagnose, report, review, runs, safeqa, softhate, toxirex, train, varm
 from verimod.cli import eval as eval_cli
+from verimod.cli import exports as exports_cli
+from verimod.cli import imports as imports_cli
+from verimod.cli import sweep as sweep_cli
 
 app = typer.Typer(
     name="verimod",
@@ -51,6 +54,9 @@ data.register(app)
 safeqa.register(app)
 softhate.register(app)
 toxirex.register(app)
+imports_cli.register(app)
+exports_cli.register(app)
+sweep_cli.register(app)
 
 
 def one_paragraph_summaries(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:

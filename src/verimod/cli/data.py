@@ -442,6 +442,6 @@ def convert_command(
 
 def register(app: typer.Typer) -> None:
     """Add the ``data`` group to the root application."""
-    from verimod.cli import data_profile  # noqa: F401 - registers data profile
+    from verimod.cli import data_export, data_profile  # noqa: F401 - register data export, data profile
 
     app.add_typer(data_app, name="data", rich_help_panel="Build data sets")

@@ -132,7 +132,10 @@ def eval_command(
             "--model", "-m", help="Model spec: baseline | openai:NAME | gguf:PATH | hf:PATH-OR-ID | scripted:FILE."
         ),
     ] = "baseline",
-    data: Annotated[str | None, typer.Option(help="Reference JSONL (default: the bundled starter set).")] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(help="References: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT] (default: starter set)."),
+    ] = None,
     split: Annotated[str | None, typer.Option(help="Only items of this split (starter default: test).")] = None,
     setting: Annotated[str, typer.Option(help=f"Prompt setting: {' | '.join(SETTINGS)}.")] = "zero-shot",
     shots: Annotated[int, typer.Option(help="Examples for k-shot.")] = DEFAULT_SHOTS,

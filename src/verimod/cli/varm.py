@@ -61,7 +61,9 @@ def _score(references: list[VarmReference], outputs: dict[str, str], per_item: P
 
 def score(
     predictions: Annotated[Path | None, typer.Argument(help='Prediction JSONL: one {"id", "output"} per line.')] = None,
-    ref: Annotated[Path | None, typer.Option("--ref", "-r", help="Reference JSONL (VARM records).")] = None,
+    ref: Annotated[
+        Path | None, typer.Option("--ref", "-r", help="References: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT].")
+    ] = None,
     run: Annotated[
         Path | None, typer.Option("--run", help="Re-score a run directory's stored outputs (no model call).")
     ] = None,
@@ -148,7 +150,9 @@ def parse(
 
 
 def validate(
-    reference: Annotated[Path, typer.Argument(help="Reference JSONL to check.")],
+    reference: Annotated[
+        Path, typer.Argument(help="References to check: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT].")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the problems as JSON.")] = False,
     partial: Annotated[
         bool, typer.Option("--partial", help="Accept partial references (records missing some of the six fields).")

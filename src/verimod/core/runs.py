@@ -115,6 +115,8 @@ class RunManifest(BaseModel):
     status: RunStatus = "running"
     counts: RunCounts = Field(default_factory=RunCounts)
     message: str | None = None
+    # Where a run made outside `verimod eval` came from (e.g. an imported inspect_ai log).
+    provenance: dict[str, Any] | None = None
 
     @property
     def model_label(self) -> str:

@@ -15,6 +15,8 @@ Contract of :func:`read_records`:
   line (``on_error="fail"``, the default), or are skipped and counted in ``skipped`` with
   their problem (``on_error="skip"``): nothing disappears without being counted.
 - Parquet needs the optional ``pyarrow`` (``pip install "verimod[data]"``).
+- ``hf:NAME[:SPLIT]`` and local ``datasets`` folders are read by :mod:`verimod.data.hf`
+  (positions: row numbers over the splits in order).
 """
 
 from __future__ import annotations
@@ -189,6 +191,10 @@ def read_records(
 ) -> RecordStream:
     """Read a tabular file as ``(position, record)`` pairs (see the module docstring)."""
     name = str(path)
+    if fmt is None and (name.startswith("hf:") or Path(name).is_dir()):  # a Hugging Face data set
+        from verimod.data.hf import table_records
+
+        return RecordStream(name, "parquet", None, table_records(name))
     kind = fmt or guess_format(name)
     if kind not in FORMATS:
         raise InputError.at(name, None, None, f"unknown format {kind!r}; choose one of {', '.join(FORMATS)}")

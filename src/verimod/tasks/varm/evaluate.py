@@ -29,6 +29,7 @@ from verimod.core.engine import EngineConfig, EngineStats, Outcome, run_requests
 from verimod.core.errors import InputError
 from verimod.core.hashing import file_sha256
 from verimod.core.runs import RunManifest, RunStore, git_revision, now, slug
+from verimod.data.hf import source_label, source_sha256
 from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.parser import PARSER_VERSION
@@ -65,19 +66,19 @@ def _references(settings: EvalSettings) -> tuple[list[VarmReference], dict[str, 
         data = {"path": f"<starter:{split}>", "sha256": file_sha256(starter_path()), "split": split}
     else:
         references = load_references(settings.data, settings.encoding)
+        data = {
+            "path": source_label(settings.data),
+            "sha256": source_sha256(settings.data, references),
+            "split": settings.split,
+        }
         if settings.split is not None:
             references = [r for r in references if r.split == settings.split]
             if not references:
                 raise InputError.at(settings.data, None, "split", f"no items with split {settings.split!r}")
-        data = {
-            "path": str(Path(settings.data).resolve()),
-            "sha256": file_sha256(settings.data),
-            "split": settings.split,
-        }
     if settings.limit is not None:
         references = references[: settings.limit]
     data["n"] = len(references)
-    data["train"] = None if settings.train is None else str(Path(settings.train).resolve())
+    data["train"] = None if settings.train is None else source_label(settings.train)
     return references, data
 
 
@@ -146,13 +147,20 @@ def prepare_run(settings: EvalSettings) -> PreparedRun:
     return PreparedRun(references, data, template, examples, requests)
 
 
-def start_run(settings: EvalSettings, prepared: PreparedRun, backend: ModelBackend, runs_root: str | Path) -> RunStore:
-    """Create the run directory of a prepared run."""
+def start_run(
+    settings: EvalSettings,
+    prepared: PreparedRun,
+    backend: ModelBackend,
+    runs_root: str | Path,
+    run_id: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> RunStore:
+    """Create the run directory of a prepared run (named ``run_id`` when given: it must be new)."""
     root = Path(runs_root)
     root.mkdir(parents=True, exist_ok=True)
     template = prepared.template
     manifest = RunManifest(
-        run_id=_run_id(root, settings),
+        run_id=run_id or _run_id(root, settings),
         model=settings.model,
         backend=backend.identity(),
         setting=settings.setting,
@@ -167,6 +175,7 @@ def start_run(settings: EvalSettings, prepared: PreparedRun, backend: ModelBacke
         verimod_version=__version__,
         parser_version=PARSER_VERSION,
         git_revision=git_revision(Path(__file__).parent),
+        provenance=provenance,
     )
     manifest.counts.total = len(prepared.requests)
     return RunStore.create(root, manifest, (r.model_dump(exclude_none=True) for r in prepared.references))

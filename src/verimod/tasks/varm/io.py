@@ -6,18 +6,24 @@
 - :func:`load_outputs` reads ``{"id", "output"}`` lines: an id that is not a reference id, or an
   id seen twice, is an error naming its line. References without a prediction are the scorer's
   business (scored as missing), not an error.
+
+A reference *source* is a JSONL file, or any table :mod:`verimod.data.hf` reads — ``hf:NAME[:SPLIT]``
+(a Hugging Face data set, hub or local), a local ``datasets`` folder, a Parquet file — resolved
+here, once, for every command that reads references. Problems in a table name its source and
+row (``hf:org/name:test:12: field 'label': …``) as they name a file and line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from verimod.core.errors import InputError, Problem, shown
+from verimod.core.errors import InputError, MissingExtraError, Problem, shown
 from verimod.core.validation import validation_problems
+from verimod.data.hf import is_table_source, table_rows
 from verimod.data.jsonl import read_jsonl, scan_jsonl
 from verimod.tasks.varm.codebook import CONSTRAINTS, FIELDS, codebook_violations
 from verimod.tasks.varm.dataset_checks import SplitChecks, split_problems
@@ -49,19 +55,35 @@ def _reference_at(
     return reference, []
 
 
+def reference_objects(
+    source: str | Path, encoding: str | None = None
+) -> Iterator[tuple[str, int, dict[str, Any] | InputError]]:
+    """``(source name, line or row, object)`` for every item of a reference source (see the
+    module docstring); a JSONL line that is not a JSON object is yielded as its
+    :class:`InputError`. An unreadable source raises."""
+    if is_table_source(source):
+        yield from table_rows(source)
+        return
+    name = str(source)
+    for line, obj in scan_jsonl(source, encoding):
+        yield name, line, obj
+
+
 def load_references(path: str | Path, encoding: str | None = None) -> list[VarmReference]:
-    """All reference items of a JSONL file; raises :class:`InputError` at the first bad line."""
-    name = str(path)
+    """All reference items of a source (JSONL file, ``hf:`` data set, folder, Parquet file);
+    raises :class:`InputError` at the first bad item."""
     first_line: dict[str, int] = {}
     references = []
-    for line, obj in read_jsonl(path, encoding):
+    for name, line, obj in reference_objects(path, encoding):
+        if isinstance(obj, InputError):
+            raise obj
         reference, problems = _reference_at(obj, name, line, first_line)
         if problems:
             raise InputError(problems[0])
         assert reference is not None
         references.append(reference)
     if not references:
-        raise InputError.at(name, None, None, "no reference items (the file is empty)")
+        raise InputError.at(str(path), None, None, "no reference items (the file is empty)")
     return references
 
 
@@ -146,17 +168,20 @@ def reference_problems(
     count = 0
     first_line: dict[str, int] = {}
     try:
-        for line, obj in scan_jsonl(path, encoding):
+        for source, line, obj in reference_objects(path, encoding):
             if isinstance(obj, InputError):
                 problems.append(obj.problem)
                 continue
             count += 1
-            reference, found = _item_problems(obj, name, line, first_line, require_complete)
+            reference, found = _item_problems(obj, source, line, first_line, require_complete)
             problems.extend(found)
             if reference is not None:
                 valid.append((line, reference))
     except InputError as exc:  # unreadable file or encoding: nothing further can be checked
         problems.append(exc.problem)
+        return count, problems
+    except MissingExtraError as exc:  # a table source whose reader is not installed
+        problems.append(Problem(name, None, None, str(exc)))
         return count, problems
     if splits is not None and valid:
         problems.extend(split_problems(name, valid, splits))
