@@ -7,7 +7,7 @@
   id seen twice, is an error naming its line. References without a prediction are the scorer's
   business (scored as missing), not an error.
 
-A reference *source* is a JSONL file, or any table :mod:`verimod.data.hf` reads — ``hf:NAME[:SPLIT]``
+A reference *source* is a bundled set's name (``varm-open``, ``starter``), a JSONL file, or any table :mod:`verimod.data.hf` reads — ``hf:NAME[:SPLIT]``
 (a Hugging Face data set, hub or local), a local ``datasets`` folder, a Parquet file — resolved
 here, once, for every command that reads references. Problems in a table name its source and
 row (``hf:org/name:test:12: field 'label': …``) as they name a file and line.
@@ -25,6 +25,7 @@ from verimod.core.errors import InputError, MissingExtraError, Problem, shown
 from verimod.core.validation import validation_problems
 from verimod.data.hf import is_table_source, table_rows
 from verimod.data.jsonl import read_jsonl, scan_jsonl
+from verimod.tasks.varm.bundled import resolve_source
 from verimod.tasks.varm.codebook import CONSTRAINTS, FIELDS, codebook_violations
 from verimod.tasks.varm.dataset_checks import SplitChecks, split_problems
 from verimod.tasks.varm.parser import parse_rationale
@@ -60,7 +61,9 @@ def reference_objects(
 ) -> Iterator[tuple[str, int, dict[str, Any] | InputError]]:
     """``(source name, line or row, object)`` for every item of a reference source (see the
     module docstring); a JSONL line that is not a JSON object is yielded as its
-    :class:`InputError`. An unreadable source raises."""
+    :class:`InputError`. An unreadable source raises. A bundled set's name (``varm-open``,
+    ``starter``: :mod:`verimod.tasks.varm.bundled`) reads the bundled file."""
+    source = resolve_source(source)
     if is_table_source(source):
         yield from table_rows(source)
         return
