@@ -1,13 +1,14 @@
 """The VARM reference sets bundled with verimod, usable by name wherever a reference source is read.
 
-| name | what | splits |
-|---|---|---|
-| ``varm-open`` | the open reference set: real COLD / SWSR comments with complete records and anchored rationales, source labels kept as gold (``resources/varm_open/DATA_CARD.md``) | train, dev, test |
-| ``starter`` | hand-written teaching / k-shot / demo set written by the verimod developers | train, dev, test |
+- ``varm-open``: the open reference set — real COLD / SWSR comments with complete records and
+  anchored rationales, the sources' labels kept as gold (``resources/varm_open/DATA_CARD.md``);
+  splits train, dev, test.
+- ``starter``: the hand-written teaching / k-shot / demo set written by the verimod developers;
+  splits train, dev, test.
 
 ``--data varm-open`` (or ``starter``) reads the bundled file — unless a file or folder of that
-name exists in the working directory, which then wins (as a path always does). :data:`DEFAULT_DATA` / :data:`DEFAULT_SPLIT` are what
-``verimod eval`` evaluates with no ``--data``.
+name exists in the working directory, which then wins (as a path always does).
+:data:`DEFAULT_DATA` / :data:`DEFAULT_SPLIT` are what ``verimod eval`` evaluates with no ``--data``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@
   id seen twice, is an error naming its line. References without a prediction are the scorer's
   business (scored as missing), not an error.
 
-A reference *source* is a bundled set's name (``varm-open``, ``starter``), a JSONL file, or any table :mod:`verimod.data.hf` reads — ``hf:NAME[:SPLIT]``
+A reference *source* is a bundled set's name (``varm-open``, ``starter``), a JSONL file, or any
+table :mod:`verimod.data.hf` reads — ``hf:NAME[:SPLIT]``
 (a Hugging Face data set, hub or local), a local ``datasets`` folder, a Parquet file — resolved
 here, once, for every command that reads references. Problems in a table name its source and
 row (``hf:org/name:test:12: field 'label': …``) as they name a file and line.
