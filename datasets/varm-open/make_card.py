@@ -110,6 +110,8 @@ def main() -> None:
     normalised = Counter(rule for r in rows for rule in r["meta"]["normalisation"])
     labels = agreement["label_readings"]
     leaked = {k: v["excluded"].get("near-duplicate of an earlier-trained text", 0) for k, v in sample["splits"].items()}
+    shares = ", ".join(f"{k.upper()} {pct(v)}" for k, v in sample["source_share"].items())
+    harmful = ", ".join(f"{k.upper()} {pct(v)}" for k, v in sample["harmful_share_by_source"].items())
     source_rows = "\n".join(
         " | ".join(["", name, licence, what, f"{sum(r['meta']['source'] == key for r in rows):,}", ""]).strip()
         for key, name, licence, what in SOURCES
@@ -138,18 +140,14 @@ remain under their sources' licences.
   `train.csv` + SWSR train. SWSR has no split; verimod's split (`resources/splits/swsr.json`:
   70/10/20, stratified by label and target, every near-duplicate component and every parent post
   in one split) is used.
-- Leakage: an item was eligible only if it near-duplicates (RapidFuzz `fuzz.ratio`
-  ≥ {sample["threshold"]:.0f},
+- Leakage: an item was eligible only if it near-duplicates (RapidFuzz `fuzz.ratio` ≥ {sample["threshold"]:.0f},
   after normalisation) no text of an earlier-trained pool — test items nothing in COLD train/dev
-  or SWSR train/dev ({leaked["test"]} excluded),
-  dev items nothing in COLD train or SWSR train ({leaked["dev"]} excluded) —
-  and one item per near-duplicate component within a pool.
-- Quotas: sources in proportion to their pooled sizes (COLD {pct(sample["source_share"]["cold"])},
-  SWSR {pct(sample["source_share"]["swsr"])}); within a source, the harmful share of the whole
-  source (COLD {pct(sample["harmful_share_by_source"]["cold"])}, SWSR
-  {pct(sample["harmful_share_by_source"]["swsr"])}; pooled {pct(sample["pooled_harmful_share"])});
-  within (source, label) the source's strata (COLD topic × fine-grained label, SWSR target ×
-  category) in proportion. Categories fall as the annotation finds them.
+  or SWSR train/dev ({leaked["test"]} excluded), dev items nothing in COLD train or SWSR train
+  ({leaked["dev"]} excluded) — and one item per near-duplicate component within a pool.
+- Quotas: sources in proportion to their pooled sizes ({shares}); within a source, the harmful
+  share of the whole source ({harmful}; pooled {pct(sample["pooled_harmful_share"])}); within
+  (source, label) the source's strata (COLD topic × fine-grained label, SWSR target × category)
+  in proportion. Categories fall as the annotation finds them.
 - Harmful share of the test split: {pct(sum(r["label"] == "harmful" for r in test) / len(test))}
   (pooled sources: {pct(sample["pooled_harmful_share"])}).
 

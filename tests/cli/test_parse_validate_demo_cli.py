@@ -149,5 +149,27 @@ def test_validate_splits_finds_leakage_drift_and_missing_splits(cli, tmp_path):
     assert result.exit_code == 2
     assert f"{path}:4: field 'split': missing" in result.stdout
     assert f"{path}:2: field 'split': near-duplicate (fuzz.ratio" in result.stdout and "of line 1" in result.stdout
-    assert "split 'test': label 'harmful' is 100.0%" in result.stdout
+    assert "label 'harmful'" not in result.stdout  # 1 test item: a 33-point drift is chance (z-test)
+    every_drift = cli("validate", path, "--splits", "--drift-alpha", "1").stdout
+    assert "split 'test': label 'harmful' is 100.0%" in every_drift
     assert "near-duplicate" not in cli("validate", path, "--splits", "--threshold", "99.5").stdout
+
+
+def test_validate_splits_flags_drift_beyond_chance(cli, tmp_path):
+    rows = []
+    for i in range(400):  # train: 10 % harmful; test: 40 % harmful — far beyond chance at n = 200
+        split = "train" if i < 200 else "test"
+        harmful = (i % 10 == 0) if split == "train" else (i % 5 < 2)
+        fields = {} if harmful else {"label": "non_harmful", "category": "non_attack", "stance": "neutral_mention"}
+        rows.append(
+            reference_row(
+                f"r{i}",
+                split=split,
+                text=f"第{i}条评论，内容各不相同：{'甲乙丙丁'[i % 4] * (i % 7 + 1)}{i * 7919}",
+                **fields,
+            )
+        )
+    path = write_lines(tmp_path / "d.jsonl", rows)
+    result = cli("validate", path, "--splits")
+    assert result.exit_code == 2 and "split 'test': label 'harmful' is 40.0% vs 25.0% overall" in result.stdout
+    assert "p = " in result.stdout

@@ -21,7 +21,8 @@ adjudicated):
 The pass and adjudication files are copied next to this script (``pass_A/``, ``pass_B/``,
 ``adjudication/``) so the release's provenance is in the repository. Checks before writing:
 every line is a valid ``VarmReference``, codebook-consistent, its rationale parses to its record
-in canonical format; no sentence of a rationale occurs verbatim in more than 3 rationales.
+in canonical format; no sentence of a rationale with at least 12 characters of prose (anchors
+left out) occurs verbatim in more than 3 rationales.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ FREE = ("target", "target_type", "target_explicitness", "stance", "category")
 SEED = 20261201
 SOURCE_FILES = {"cold": "cold/{split}.csv", "swsr": "swsr/SexComment.csv"}
 MAX_SHARED_SENTENCE = 3
+#: An anchor ``[TAG: value]``; a sentence's prose is what remains without its anchors.
+ANCHOR = re.compile(r"\[[A-Za-z]+: [^\[\]]*\]")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -154,7 +157,7 @@ def check(rows: list[dict[str, Any]]) -> None:
         parsed = parse_rationale(ref.cot or "")
         if not parsed.ok or not parsed.format_ok or list(parsed.values or ()) != [getattr(ref, f) for f in FIELDS]:
             raise SystemExit(f"{ref.id}: rationale does not parse to the record")
-        for sentence in {s for s in re.split(r"[。！？；]", ref.cot or "") if len(s) >= 12}:
+        for sentence in {s for s in re.split(r"[。！？；]", ref.cot or "") if len(ANCHOR.sub("", s)) >= 12}:
             sentences[sentence] += 1
     shared = {s: n for s, n in sentences.items() if n > MAX_SHARED_SENTENCE}
     if shared:

@@ -166,6 +166,15 @@ def validate(
     ] = False,
     threshold: Annotated[float, typer.Option(help="Near-duplicate threshold (fuzz.ratio) for --splits.")] = 95.0,
     max_drift: Annotated[float, typer.Option(help="Largest label/category drift per split, in points.")] = 1.0,
+    drift_alpha: Annotated[
+        float,
+        typer.Option(
+            help="A drift is a problem only when its two-proportion z-test against the other splits has "
+            "p below this (1.0: every drift over --max-drift; 0: no drift check).",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = 0.01,
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -176,7 +185,7 @@ def validate(
 
     Example: [bold]verimod validate data/test.jsonl[/bold]
     """
-    checks = SplitChecks(threshold=threshold, max_drift_pp=max_drift) if splits else None
+    checks = SplitChecks(threshold=threshold, max_drift_pp=max_drift, drift_alpha=drift_alpha) if splits else None
     count, problems = reference_problems(reference, encoding, require_complete=not partial, splits=checks)
     if as_json:
         report = {
