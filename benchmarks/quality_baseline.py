@@ -2,13 +2,14 @@
 
 Needs the public data in ``../shared/data`` (``--data-root``). Prints Markdown tables:
 
-1. per test set (COLD test; SWSR test of verimod's split): the model's field metrics with
+1. per test set (COLD test; SWSR test of verimod's split; varm-open test): the model's field metrics with
    percentile bootstrap 95% intervals (``verimod.tasks.varm.uncertainty.metric_intervals``:
    1,000 resamples of the items, seed 0), beside two lexicon rules — "harmful if any cue word of
    the bundled lexicons appears" (all four families) and "… of the general_abuse family" — and
    the majority class (non_harmful), each measured on the same resamples (label macro-F1);
-2. counter-speech: COLD test's fine-grained label 3 (anti-bias: real counter-speech) — the share
-   the model calls non_harmful and the share it gives stance oppose_attack; HateCheck-en's
+2. counter-speech: COLD test's fine-grained label 3 (anti-bias: real counter-speech) and the open
+   set's non-harmful oppose_attack / quote_or_report test items — the share the model calls
+   non_harmful and the share it gives stance oppose_attack; HateCheck-en's
    counter_quote_nh / counter_ref_nh (English: out of the model's language) likewise;
 3. robustness: verimod's SafeQA character transformations applied to COLD test (seed 0) —
    label macro-F1 and harmful recall on the clean and the perturbed texts of the items the
@@ -37,6 +38,7 @@ from verimod.stats.classification import macro_f1
 from verimod.tasks.safeqa.schema import SafeQuery
 from verimod.tasks.safeqa.transforms.api import transform
 from verimod.tasks.safeqa.transforms.base import NotApplicableError
+from verimod.tasks.varm.bundled import load_bundled
 from verimod.tasks.varm.cue_lexicons import CueMatcher, default_lexicons
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import VarmScorer
@@ -86,11 +88,12 @@ def interval(estimate: float | None, low: float | None, high: float | None) -> s
 
 
 def load_sets(root: Path, split: str = "test") -> dict[str, list[VarmReference]]:
-    """COLD's file of ``split`` and SWSR's ``split`` of verimod's split."""
+    """COLD's file of ``split``, SWSR's ``split`` of verimod's split and the open set's ``split``."""
     swsr = convert("swsr", root / "swsr" / "SexComment.csv", split="verimod").references
     return {
         f"COLD {split}": convert("cold", root / "cold" / f"{split}.csv").references,
         f"SWSR {split} (verimod split)": [r for r in swsr if r.split == split],
+        f"varm-open {split}": load_bundled("varm-open", split),
     }
 
 
@@ -133,6 +136,14 @@ def counter_speech(model: BaselineModel, root: Path) -> dict[str, object]:
         "non_harmful": float(np.mean([p.record.label == "non_harmful" for p in predictions])),
         "oppose_attack": float(np.mean([p.record.stance == "oppose_attack" for p in predictions])),
     }
+    for stance in ("oppose_attack", "quote_or_report"):
+        chosen = [r for r in load_bundled("varm-open", "test") if r.stance == stance and r.label == "non_harmful"]
+        preds = model.predict([r.text for r in chosen])
+        out[f"varm-open test, non-harmful {stance}"] = {
+            "n": len(chosen),
+            "non_harmful": float(np.mean([p.record.label == "non_harmful" for p in preds])),
+            "oppose_attack": float(np.mean([p.record.stance == "oppose_attack" for p in preds])),
+        }
     path = root / "hatecheck-en" / "test_suite_cases.csv"
     if path.is_file():
         cases = convert("hatecheck", path).references

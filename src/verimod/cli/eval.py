@@ -134,12 +134,20 @@ def eval_command(
     ] = "baseline",
     data: Annotated[
         str | None,
-        typer.Option(help="References: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT] (default: starter set)."),
+        typer.Option(
+            help="References: a bundled set (varm-open, starter), JSONL, Parquet, datasets folder or "
+            "hf:NAME[:SPLIT] (default: varm-open, the open set of real comments)."
+        ),
     ] = None,
-    split: Annotated[str | None, typer.Option(help="Only items of this split (starter default: test).")] = None,
+    split: Annotated[str | None, typer.Option(help="Only items of this split (a bundled set's default: test).")] = None,
     setting: Annotated[str, typer.Option(help=f"Prompt setting: {' | '.join(SETTINGS)}.")] = "zero-shot",
     shots: Annotated[int, typer.Option(help="Examples for k-shot.")] = DEFAULT_SHOTS,
-    train: Annotated[str | None, typer.Option(help="Train JSONL for k-shot examples (default: starter train).")] = None,
+    train: Annotated[
+        str | None,
+        typer.Option(
+            help="k-shot examples (default: the train split of the evaluated bundled set, else starter train)."
+        ),
+    ] = None,
     prompt_template: Annotated[str | None, typer.Option(help="Your own prompt template (JSON).")] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N items.")] = None,
     base_url: Annotated[
@@ -186,7 +194,8 @@ def eval_command(
 ) -> None:
     """Evaluate a model: prompts → model → anchored rationales → parsed records → scores.
 
-    With no arguments: the embedded baseline model on the starter test split.
+    With no arguments: the embedded baseline model on the test split of varm-open, the bundled
+    open reference set of real Chinese comments (1,650 items).
 
     Example: [bold]verimod eval --model openai:qwen2.5-7b-instruct --base-url http://localhost:8000/v1
     --setting taxonomy --data test.jsonl --limit 200[/bold]

@@ -31,12 +31,12 @@ from verimod.core.hashing import file_sha256
 from verimod.core.runs import RunManifest, RunStore, git_revision, now, slug
 from verimod.data.hf import source_label, source_sha256
 from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
+from verimod.tasks.varm.bundled import DEFAULT_DATA, DEFAULT_SPLIT, bundled_path, load_bundled
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.parser import PARSER_VERSION
 from verimod.tasks.varm.prompts import DEFAULT_SHOTS, PromptTemplate, load_prompt, select_examples
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.scorer import ItemScore, VarmScorer, VarmScores
-from verimod.tasks.varm.starter import load_starter, starter_path
 
 
 class EvalSettings(BaseModel):
@@ -48,9 +48,9 @@ class EvalSettings(BaseModel):
     setting: str = "zero-shot"
     shots: int = Field(DEFAULT_SHOTS, ge=0)
     prompt_template: str | None = None
-    data: str | None = None  # None: the starter set
-    split: str | None = None  # None: every item (the starter set defaults to "test")
-    train: str | None = None  # k-shot examples (None: the starter train split)
+    data: str | None = None  # None: the bundled open set (varm-open)
+    split: str | None = None  # None: every item (a bundled set defaults to "test")
+    train: str | None = None  # k-shot examples (None: the evaluated bundled set's train split, else starter's)
     limit: int | None = Field(None, ge=1)
     params: GenerationParams = GenerationParams()
     engine: EngineConfig = EngineConfig()
@@ -59,36 +59,56 @@ class EvalSettings(BaseModel):
 
 
 def _references(settings: EvalSettings) -> tuple[list[VarmReference], dict[str, Any]]:
-    data: dict[str, Any]
-    if settings.data is None:
-        split = settings.split or "test"
-        references = load_starter(split)
-        data = {"path": f"<starter:{split}>", "sha256": file_sha256(starter_path()), "split": split}
-    else:
-        references = load_references(settings.data, settings.encoding)
-        data = {
-            "path": source_label(settings.data),
-            "sha256": source_sha256(settings.data, references),
-            "split": settings.split,
-        }
-        if settings.split is not None:
-            references = [r for r in references if r.split == settings.split]
-            if not references:
-                raise InputError.at(settings.data, None, "split", f"no items with split {settings.split!r}")
+    """The evaluated items and the manifest's ``data`` entry. No ``data``: the bundled
+    :data:`~verimod.tasks.varm.bundled.DEFAULT_DATA` set; a bundled set's default split is
+    :data:`~verimod.tasks.varm.bundled.DEFAULT_SPLIT`."""
+    source = settings.data or DEFAULT_DATA
+    bundled = bundled_path(source)
+    split = settings.split or (DEFAULT_SPLIT if bundled is not None else None)
+    references = load_references(source, settings.encoding)
+    data: dict[str, Any] = {
+        "path": source if bundled is not None else source_label(source),
+        "sha256": file_sha256(bundled) if bundled is not None else source_sha256(source, references),
+        "split": split,
+    }
+    if split is not None:
+        references = [r for r in references if r.split == split]
+        if not references:
+            raise InputError.at(source, None, "split", f"no items with split {split!r}")
     if settings.limit is not None:
         references = references[: settings.limit]
     data["n"] = len(references)
-    data["train"] = None if settings.train is None else source_label(settings.train)
+    data["train"] = train_source(settings)
     return references, data
+
+
+def train_source(settings: EvalSettings) -> str:
+    """Where k-shot examples come from: ``--train``, else the train split of the evaluated bundled
+    set (``varm-open:train``), else the starter set's (``starter:train``)."""
+    if settings.train is not None:
+        return source_label(settings.train)
+    source = settings.data or DEFAULT_DATA
+    return f"{source}:train" if bundled_path(source) is not None else "starter:train"
+
+
+def load_train(spec: str | None, encoding: str | None = None) -> list[VarmReference]:
+    """The records of a train source written by :func:`train_source` (None: the starter train
+    split, as runs made before this field existed recorded it)."""
+    if spec is None:
+        return load_bundled("starter", "train")
+    name, _, split = spec.rpartition(":")
+    if split == "train" and bundled_path(name) is not None:
+        return load_bundled(name, "train")
+    return load_references(spec, encoding)
 
 
 def _examples(settings: EvalSettings, references: Sequence[VarmReference]) -> list[VarmReference]:
     if settings.setting != "k-shot" or settings.shots == 0:
         return []
-    train = load_starter("train") if settings.train is None else load_references(settings.train, settings.encoding)
+    where = train_source(settings)
+    train = load_train(where, settings.encoding)
     examples = select_examples(train, settings.shots, seed=settings.engine.seed, exclude=references)
     if len(examples) < settings.shots:
-        where = settings.train or "the starter train split"
         raise InputError.at(
             where, None, "cot", f"k-shot needs {settings.shots} examples with a rationale, found {len(examples)}"
         )
@@ -212,8 +232,7 @@ def resume_run(run_dir: str | Path) -> tuple[RunStore, list[ModelRequest], Promp
     references = load_references(store.references_path())
     examples: list[VarmReference] = []
     if manifest.examples:
-        train_path = manifest.data.get("train")
-        train = load_starter("train") if train_path is None else load_references(train_path)
+        train = load_train(manifest.data.get("train"))
         by_id = {r.id: r for r in train}
         missing = [i for i in manifest.examples if i not in by_id]
         if missing:

@@ -6,7 +6,8 @@ keys) with ``$name`` placeholders filled by :class:`string.Template` — a comme
 content enter the response-cache key and the run manifest, so a changed prompt never reuses
 cached answers.
 
-k-shot examples are drawn deterministically from a train split (default: the starter set's):
+k-shot examples are drawn deterministically from a train split (default: the train split of the
+evaluated bundled set, else the starter set's):
 complete references with a rationale, never one whose id or text is in the evaluated data, balanced
 between harmful and non-harmful, harmful ones cycling through the categories, ordered by a
 seeded hash.
