@@ -150,6 +150,13 @@ def eval_command(
     ] = None,
     prompt_template: Annotated[str | None, typer.Option(help="Your own prompt template (JSON).")] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N items.")] = None,
+    disputed: Annotated[
+        str,
+        typer.Option(
+            help="Items whose annotators dispute the source's label (varm-open: meta.disputed): keep (scored "
+            "against the source), drop, or reading (scored against the annotators' reading)."
+        ),
+    ] = "keep",
     base_url: Annotated[
         list[str] | None, typer.Option("--base-url", help="OpenAI-compatible server URL (repeat for replicas).")
     ] = None,
@@ -218,6 +225,7 @@ def eval_command(
                     split=split,
                     train=train,
                     limit=limit,
+                    disputed=disputed,
                     encoding=encoding,
                     params=GenerationParams(
                         temperature=temperature,

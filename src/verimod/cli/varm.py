@@ -7,7 +7,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, cast
 
 import typer
 from rich.progress import Progress
@@ -21,6 +21,8 @@ from verimod.report.tables import varm_scores_table
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.corrupt import demo_outputs
 from verimod.tasks.varm.dataset_checks import SplitChecks
+from verimod.tasks.varm.disputes import MODES as DISPUTED_MODES
+from verimod.tasks.varm.disputes import DisputedMode, apply_disputes
 from verimod.tasks.varm.evaluate import score_run
 from verimod.tasks.varm.io import load_outputs, load_references, prediction_at, reference_problems
 from verimod.tasks.varm.parser import ParseResult, parse_rationale
@@ -73,6 +75,13 @@ def score(
     per_item: Annotated[
         Path | None, typer.Option("--per-item", help="Write one JSONL row per item (status, record, J, ...).")
     ] = None,
+    disputed: Annotated[
+        str,
+        typer.Option(
+            help="Items whose annotators dispute the source (meta.disputed): keep (scored against the source), "
+            "drop, or reading (scored against the annotators' reading); with --ref only."
+        ),
+    ] = "keep",
     encoding: EncodingOption = None,
     quiet: QuietOption = False,
 ) -> None:
@@ -85,6 +94,8 @@ def score(
     """
     with bad_input_exits():
         if run is not None:
+            if disputed != "keep":
+                raise InputError.at("--disputed", None, None, "applies to --ref scoring; a run keeps its own items")
             if predictions is not None or ref is not None:
                 raise InputError.at("--run", None, None, "give either --run or PREDICTIONS with --ref, not both")
             store = RunStore.open(run)
@@ -95,8 +106,11 @@ def score(
         else:
             if predictions is None or ref is None:
                 raise InputError.at("score", None, None, "give PREDICTIONS and --ref REFERENCES (or --run RUN_DIR)")
-            references = load_references(ref, encoding)
-            outputs = load_outputs(predictions, [r.id for r in references], encoding, reference_path=str(ref))
+            every = load_references(ref, encoding)
+            references = apply_disputes(every, _disputed_mode(disputed), str(ref))
+            outputs = load_outputs(predictions, [r.id for r in every], encoding, reference_path=str(ref))
+            kept = {r.id for r in references}  # --disputed drop: outputs of dropped items are not scored
+            outputs = {item_id: output for item_id, output in outputs.items() if item_id in kept}
             scores = _score(references, outputs, per_item, quiet)
             title = f"VARM scores of {predictions.name}"
     if json_out is not None:
@@ -105,6 +119,12 @@ def score(
         console.print(varm_scores_table(scores, title=title))
         if scores.n_missing:
             console.print(f"{scores.n_missing} reference items had no prediction (scored as unparseable).")
+
+
+def _disputed_mode(value: str) -> DisputedMode:
+    if value not in DISPUTED_MODES:
+        raise InputError.at("--disputed", None, None, f"must be one of {', '.join(DISPUTED_MODES)}, got {value!r}")
+    return cast(DisputedMode, value)
 
 
 def _describe(item_id: str, result: ParseResult) -> Text:

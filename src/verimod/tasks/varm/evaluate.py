@@ -32,6 +32,7 @@ from verimod.core.runs import RunManifest, RunStore, git_revision, now, slug
 from verimod.data.hf import source_label, source_sha256
 from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
 from verimod.tasks.varm.bundled import DEFAULT_DATA, DEFAULT_SPLIT, bundled_path, load_bundled
+from verimod.tasks.varm.disputes import DisputedMode, apply_disputes, dispute_of
 from verimod.tasks.varm.io import load_references
 from verimod.tasks.varm.parser import PARSER_VERSION
 from verimod.tasks.varm.prompts import DEFAULT_SHOTS, PromptTemplate, load_prompt, select_examples
@@ -52,6 +53,7 @@ class EvalSettings(BaseModel):
     split: str | None = None  # None: every item (a bundled set defaults to "test")
     train: str | None = None  # k-shot examples (None: the evaluated bundled set's train split, else starter's)
     limit: int | None = Field(None, ge=1)
+    disputed: DisputedMode = "keep"  # items whose annotators dispute the source: keep | drop | reading
     params: GenerationParams = GenerationParams()
     engine: EngineConfig = EngineConfig()
     backend_options: BackendOptions = BackendOptions()
@@ -75,6 +77,10 @@ def _references(settings: EvalSettings) -> tuple[list[VarmReference], dict[str, 
         references = [r for r in references if r.split == split]
         if not references:
             raise InputError.at(source, None, "split", f"no items with split {split!r}")
+    data["disputed"] = {"mode": settings.disputed, "items": sum(dispute_of(r) is not None for r in references)}
+    references = apply_disputes(references, settings.disputed, str(source))
+    if not references:
+        raise InputError.at(source, None, "meta.disputed", "--disputed drop leaves no item")
     if settings.limit is not None:
         references = references[: settings.limit]
     data["n"] = len(references)
