@@ -93,9 +93,10 @@ def max_indel(total: IntArray, threshold: float) -> IntArray:
     return np.floor(total * slope(threshold) + EPSILON).astype(np.int64)
 
 
-def min_overlap(total: IntArray, threshold: float) -> IntArray:
-    """need(L) = ⌈(L − D(L))/2⌉: the occurrence-token overlap every qualifying pair has."""
-    return (total - max_indel(total, threshold) + 1) // 2
+def min_overlap(total: IntArray, threshold: float, q: int = 1) -> IntArray:
+    """need_q(L) = ⌈(L − (2q − 1)·D(L))/2⌉ − (q − 1): the q-gram token overlap every qualifying
+    pair of total length L has (Lemma 2 for q = 1, Lemma 5 for q ≥ 2; ≤ 0 means no guarantee)."""
+    return (total - (2 * q - 1) * max_indel(total, threshold) + 1) // 2 - (q - 1)
 
 
 def _fits(short: IntArray, long: IntArray, threshold: float) -> npt.NDArray[np.bool_]:
@@ -141,17 +142,37 @@ def min_partner_length(lengths: IntArray, threshold: float) -> IntArray:
     return lo
 
 
-def prefix_lengths(lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
-    """(p_short, p_long) for each length, clipped to [0, length] (see the module docstring)."""
+def token_counts(lengths: IntArray, q: int = 1) -> IntArray:
+    """T_q(m) = max(m − q + 1, 0): the number of q-gram tokens of a string of length m."""
+    return np.maximum(lengths.astype(np.int64) - (q - 1), 0)
+
+
+def overlap_table(longest: int, threshold: float, q: int = 1) -> IntArray:
+    """need*_q(L) for L = 0, 1, …, 2·longest: the nondecreasing lower envelope
+    min{need_q(L') : L ≤ L' ≤ 2·longest} (Lemma 6; equal to need_q itself for q = 1)."""
+    need = min_overlap(np.arange(2 * longest + 1, dtype=np.int64), threshold, q)
+    return np.minimum.accumulate(need[::-1])[::-1]
+
+
+def first_guaranteed_total(table: IntArray) -> int:
+    """L_q = the smallest total length whose pairs must share a q-gram token (table[L] ≥ 1);
+    ``len(table)`` when there is none."""
+    return int(np.searchsorted(table, 1, side="left"))
+
+
+def prefix_lengths(
+    lengths: IntArray, threshold: float, q: int = 1, table: IntArray | None = None
+) -> tuple[IntArray, IntArray]:
+    """(p_short, p_long) for each length, clipped to [0, T_q(length)] (see the module docstring).
+
+    ``table`` is :func:`overlap_table` for ``q`` up to at least twice the longest length."""
     m = lengths.astype(np.int64)
-    short = m - min_overlap(2 * m, threshold) + 1
-    long = m - min_overlap(min_partner_length(m, threshold) + m, threshold) + 1
-    return np.clip(short, 0, m), np.clip(long, 0, m)
-
-
-def overlap_table(longest: int, threshold: float) -> IntArray:
-    """need(L) for L = 0, 1, …, 2·longest: a nondecreasing lookup table."""
-    return min_overlap(np.arange(2 * longest + 1, dtype=np.int64), threshold)
+    if table is None:
+        table = overlap_table(int(m.max()) if len(m) else 0, threshold, q)
+    tokens = token_counts(m, q)
+    short = tokens - np.maximum(table[2 * m], 1) + 1
+    long = tokens - np.maximum(table[min_partner_length(m, threshold) + m], 1) + 1
+    return np.clip(short, 0, tokens), np.clip(long, 0, tokens)
 
 
 def max_total(table: IntArray, budget: IntArray) -> IntArray:

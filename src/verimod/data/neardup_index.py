@@ -28,8 +28,15 @@ import numpy as np
 import numpy.typing as npt
 from rapidfuzz import fuzz, process
 
-from verimod.data.neardup_bounds import max_partner_length, max_total, overlap_table
-from verimod.data.neardup_tokens import PrefixIndex, Signatures, build_prefix_index
+from verimod.data.neardup_bounds import (
+    first_guaranteed_total,
+    max_indel,
+    max_partner_length,
+    max_total,
+    overlap_table,
+    token_counts,
+)
+from verimod.data.neardup_tokens import PrefixIndex, Signatures, build_prefix_index, char_signatures, coarsen
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -103,61 +110,107 @@ def _collect(parts: list[tuple[IntArray, IntArray, FloatArray]], candidates: int
 
 @dataclass(frozen=True)
 class _Candidates:
-    """Candidate pairs of one chunk: ranks ``a``, ``b`` and ``need`` = need(|a| + |b|)."""
+    """Candidate pairs of one chunk: ranks ``a``, ``b`` and their ``total`` length |a| + |b|."""
 
     a: IntArray
     b: IntArray
-    need: IntArray
+    total: IntArray
 
     def select(self, keep: BoolArray) -> _Candidates:
-        return _Candidates(self.a[keep], self.b[keep], self.need[keep])
+        return _Candidates(self.a[keep], self.b[keep], self.total[keep])
 
 
-def _count_filter(signature: Signatures, found: _Candidates) -> BoolArray:
-    """Step 2: Σ_h min(sig[a, h], sig[b, h]) ≥ need(|a| + |b|), per candidate, in batches."""
+@dataclass(frozen=True)
+class _Part:
+    """One prefix index and the pairs it is responsible for: total lengths in [low, high]."""
+
+    index: PrefixIndex
+    tokens: IntArray
+    table: IntArray
+    low: int
+    high: int
+
+
+def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) -> BoolArray:
+    """Step 2: Σ_h min(sig[a, h], sig[b, h]) ≥ table[|a| + |b|], per candidate, in batches."""
     keep = np.empty(len(found.a), dtype=np.bool_)
     for start in range(0, len(found.a), FILTER_BATCH):
         stop = start + FILTER_BATCH
         rows_a = np.take(signature, found.a[start:stop], axis=0)
         rows_b = np.take(signature, found.b[start:stop], axis=0)
         np.minimum(rows_a, rows_b, out=rows_a)
-        keep[start:stop] = rows_a.sum(axis=1, dtype=np.int64) >= found.need[start:stop]
+        keep[start:stop] = rows_a.sum(axis=1, dtype=np.int64) >= np.take(table, found.total[start:stop])
     return keep
 
 
-def _scan_counts(index: PrefixIndex, lengths: IntArray, table: IntArray, threshold: float) -> IntArray:
-    """How many later entries of its token each entry scans (Lemma 1 and Lemma 4 bounds)."""
-    count = len(lengths)
+def _scan_ranges(part: _Part, lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
+    """For each entry, the first later entry of its gram value in another string, and how many
+    entries it scans from there (Lemma 1 and Lemma 6 bounds, and the part's largest total)."""
+    index, count = part.index, part.index.n_strings
     own = lengths[index.string]
     hi = max_partner_length(lengths, threshold, int(lengths[-1]))[index.string]
-    reach = np.minimum(hi, max_total(table, own - index.position) - own)
+    budget = part.tokens[index.string] - index.position
+    reach = np.minimum(np.minimum(hi, max_total(part.table, budget) - own), part.high - own)
     last = np.searchsorted(lengths, reach, side="right") - 1
+    begin = np.searchsorted(index.key, index.key, side="right")
     ends = np.searchsorted(index.key, (index.key // count) * count + last, side="right")
-    return np.maximum(ends - np.arange(len(ends)) - 1, 0)
+    return begin, np.maximum(ends - begin, 0)
 
 
 def _chunk_candidates(
-    index: PrefixIndex, lengths: IntArray, table: IntArray, probes: IntArray, counts: IntArray
+    part: _Part, lengths: IntArray, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray
 ) -> _Candidates:
-    """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 4's
-    position test (a pair sharing several prefix tokens may occur several times)."""
-    partners = _expand_ranges(probes + 1, counts)
+    """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 6's
+    position and offset tests and lie in the part's range of total lengths (a pair sharing
+    several prefix grams may occur several times)."""
+    index = part.index
+    partners = _expand_ranges(begin, counts)
     a = np.repeat(np.take(index.string, probes), counts)
     b = np.take(index.string, partners)
-    length_b = np.take(lengths, b)
-    need = np.take(table, np.repeat(np.take(lengths, np.take(index.string, probes)), counts) + length_b)
-    fits = need <= length_b - np.take(index.position, partners)
-    return _Candidates(a[fits], b[fits], need[fits])
+    length_a, length_b = np.take(lengths, a), np.take(lengths, b)
+    total = length_a + length_b
+    fits = np.take(part.table, total) <= np.take(part.tokens, b) - np.take(index.position, partners)
+    fits &= total >= part.low
+    slack, grow = np.take(indel, total), length_b - length_a  # D(L) and Δ = n − m ≥ 0
+    shift = np.take(index.offset, partners) - np.repeat(np.take(index.offset, probes), counts)
+    fits &= (2 * shift <= slack + grow) & (-2 * shift <= slack - grow)
+    return _Candidates(a[fits], b[fits], total[fits])
 
 
-def _distinct(found: _Candidates, count: int) -> tuple[IntArray, IntArray]:
+def _distinct(found: _Candidates, lengths: IntArray) -> _Candidates:
     """The distinct pairs among the candidates, sorted."""
+    count = len(lengths)
     pair_key = np.sort(found.a * count + found.b)
     first = np.empty(len(pair_key), dtype=np.bool_)
     first[:1] = True
     np.not_equal(pair_key[1:], pair_key[:-1], out=first[1:])
     pair_key = pair_key[first]
-    return pair_key // count, pair_key % count
+    a, b = pair_key // count, pair_key % count
+    return _Candidates(a, b, np.take(lengths, a) + np.take(lengths, b))
+
+
+def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple[list[_Part], IntArray, Signatures]:
+    """The prefix indexes of the join (see the module docstring, Lemma 7 of :mod:`.neardup_bounds`):
+    characters for pairs of total length below L_2, bigrams from L_2 on. Also the character
+    overlap table and the character signature of every string (the count filter of every pair)."""
+    longest = int(lengths[-1])
+    char_table = overlap_table(longest, threshold, 1)
+    bigram_table = overlap_table(longest, threshold, 2)
+    split = first_guaranteed_total(bigram_table)  # L_2; pairs with m + n ≥ L_2 share a bigram
+    short = int(np.searchsorted(lengths, split - 1, side="right"))  # strings that fit a pair below L_2
+    parts: list[_Part] = []
+    char_signature: Signatures | None = None
+    if short >= 2:
+        index = build_prefix_index(strings[:short], lengths[:short], threshold, 1, char_table)
+        parts.append(_Part(index, token_counts(lengths[:short], 1), char_table, 0, split - 1))
+        if short == len(strings):
+            char_signature = index.signature
+    if split <= 2 * longest:
+        index = build_prefix_index(strings, lengths, threshold, 2, bigram_table)
+        parts.append(_Part(index, token_counts(lengths, 2), bigram_table, split, 2 * longest))
+    if char_signature is None:
+        char_signature = char_signatures(strings, lengths)
+    return parts, char_table, char_signature
 
 
 def filtered_pairs(
@@ -174,29 +227,33 @@ def filtered_pairs(
     pairs before verification (the cross join keeps only pairs across its two sides).
     """
     count = len(strings)
-    index = build_prefix_index(strings, lengths, threshold)
-    table = overlap_table(int(lengths[-1]), threshold)
-    counts = _scan_counts(index, lengths, table, threshold)
-    probes = np.flatnonzero(counts)
-    probes = probes[np.argsort(index.string[probes], kind="stable")]  # a probe string's repeats stay together
-    counts = counts[probes]
+    parts, char_table, char_signature = _parts(strings, lengths, threshold)
+    char_coarse = coarsen(char_signature)
     objects = np.empty(count, dtype=object)
     objects[:] = list(strings)
-    parts: list[tuple[IntArray, IntArray, FloatArray]] = []
+    found_parts: list[tuple[IntArray, IntArray, FloatArray]] = []
     candidates = compared = 0
-    for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
-        found = _chunk_candidates(index, lengths, table, probes[lo:hi], counts[lo:hi])
-        if mask is not None:
-            found = found.select(mask(found.a, found.b))
-        candidates += len(found.a)
-        found = found.select(_count_filter(index.coarse, found))
-        found = found.select(_count_filter(index.signature, found))
-        a, b = _distinct(found, count)
-        compared += len(a)
-        score = _verify(objects, a, b, threshold, workers)
-        hit = score > 0  # RapidFuzz's cutoff test passed (t > 0 here, so an accepted score is > 0)
-        parts.append((a[hit], b[hit], score[hit]))
-    return _collect(parts, candidates, compared)
+    indel = max_indel(np.arange(2 * int(lengths[-1]) + 1, dtype=np.int64), threshold)
+    for part in parts:
+        begin, counts = _scan_ranges(part, lengths, threshold)
+        probes = np.flatnonzero(counts)
+        probes = probes[np.argsort(part.index.string[probes], kind="stable")]  # a probe string's repeats together
+        begin, counts = begin[probes], counts[probes]
+        for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
+            found = _chunk_candidates(part, lengths, indel, probes[lo:hi], begin[lo:hi], counts[lo:hi])
+            if mask is not None:
+                found = found.select(mask(found.a, found.b))
+            candidates += len(found.a)
+            found = found.select(_count_filter(char_coarse, found, char_table))
+            found = found.select(_count_filter(char_signature, found, char_table))
+            if part.table is not char_table:
+                found = found.select(_count_filter(part.index.signature, found, part.table))
+            found = _distinct(found, lengths)
+            compared += len(found.a)
+            score = _verify(objects, found.a, found.b, threshold, workers)
+            hit = score > 0  # RapidFuzz's cutoff test passed (t > 0 here, so an accepted score is > 0)
+            found_parts.append((found.a[hit], found.b[hit], score[hit]))
+    return _collect(found_parts, candidates, compared)
 
 
 def all_pairs(strings: Sequence[str], threshold: float, workers: int = 1, mask: PairMask | None = None) -> UniquePairs:

@@ -1,27 +1,30 @@
-"""Occurrence tokens, prefixes and count signatures of the near-duplicate join (private helper).
+"""Gram tokens, prefixes and count signatures of the near-duplicate join (private helper).
 
 Input: distinct strings ranked by (length, first occurrence). Vectorised with numpy and done in
-blocks of strings, so memory stays proportional to a block plus the (small) prefixes.
+blocks of strings, so memory stays proportional to a block plus the prefixes.
 
-Occurrence tokens. A string is the set of its tokens (x, k): the k-th occurrence (k = 0, 1, …) of
-character x. Two strings share Σ_x min(#_a x, #_b x) tokens: their multiset overlap.
+Grams. A string of length m has T_q(m) = max(m − q + 1, 0) q-grams: its characters (q = 1) or
+its bigrams (q = 2), each an *occurrence* at a text offset (the offset of its first character).
+Two strings share Σ_g min(#_a g, #_b g) grams: their multiset overlap.
 
-Global order. Characters are ranked by total frequency over all strings, rarest first (ties by
-code point); tokens are ordered by (rank of x, k). Any fixed total order makes the prefix filter
-correct (:mod:`.neardup_bounds`, Lemma 3); a rarest-first one makes prefixes selective. Sorting
-each string's code points by (rank, code point) lists its tokens in that order, k counting the
-repeats of a character.
+Global order. Gram values are ranked by total frequency over all strings, rarest first (ties by
+value); occurrences are ordered by (rank of the value, text offset). Any fixed total order of
+values makes the filters correct (:mod:`.neardup_bounds`, Lemmas 3 and 6); rarest first makes
+prefixes selective. Ordering the occurrences of one value by offset is what Lemma 6 needs: an
+alignment is monotone, so the first preserved occurrence of a value in a is aligned with the
+first preserved occurrence of that value in b.
 
-Prefixes. The first p_long(m) tokens of each string are indexed with their positions.
+Prefixes. The first p_long occurrences of each string (in global order) are indexed with their
+position in that order and their text offset.
 
-Count signatures. sig[s, h] = the number of characters x of string s with rank(x) mod H = h.
-Merging characters into H buckets can only raise the overlap, so for every pair
+Count signatures. sig[s, h] = the number of grams of string s whose rank is h mod H. Merging
+values into H buckets can only raise the overlap, so for every pair
 
-    O(a, b) = Σ_x min(#_a x, #_b x) ≤ Σ_h min(sig[a, h], sig[b, h]),
+    O(a, b) = Σ_g min(#_a g, #_b g) ≤ Σ_h min(sig[a, h], sig[b, h]),
 
-and a pair whose bucket bound is below need(|a| + |b|) cannot qualify (Lemma 2). Consecutive
-ranks fall in different buckets, so the rare characters that tell strings apart rarely collide.
-The coarse signature merges buckets h ≡ h' (mod 16): a weaker bound, cheaper to evaluate.
+and a pair whose bucket bound is below need_q(|a| + |b|) cannot qualify (Lemmas 2 and 5).
+Consecutive ranks fall in different buckets, so the rare grams that tell strings apart rarely
+collide. The coarse signature merges buckets h ≡ h' (mod 16): a weaker bound, cheaper to test.
 """
 
 from __future__ import annotations
@@ -33,30 +36,33 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
-from verimod.data.neardup_bounds import prefix_lengths
+from verimod.data.neardup_bounds import prefix_lengths, token_counts
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 Signatures: TypeAlias = npt.NDArray[np.unsignedinteger]
 
 _CODE_SPACE = 0x110000  # every code point, lone surrogates included, is below this
-_RANK_BITS = 21
-_RANK_MASK = (1 << _RANK_BITS) - 1
 #: Buckets of the count signature (H), and of the coarse signature (a divisor of H).
 BUCKETS = 128
 COARSE_BUCKETS = 16
 #: A block holds at most this many characters and strings.
 BLOCK_CHARS = 1 << 22
 BLOCK_STRINGS = 1 << 15
+#: Gram sizes the index supports.
+GRAM_SIZES = (1, 2)
 
 
 @dataclass(frozen=True)
 class PrefixIndex:
-    """Prefix entries sorted by ``key = token·n_strings + string`` (token, then string rank), with
-    the token's 0-based ``position`` in its string's token list; ``signature`` has a row per string."""
+    """Prefix entries sorted by ``key = rank·n_strings + string`` (gram value, then string rank),
+    each with its 0-based ``position`` in its string's gram order and its text ``offset``;
+    ``signature`` has ``n_strings`` rows."""
 
+    n_strings: int
     key: IntArray
     string: IntArray
     position: IntArray
+    offset: IntArray
     signature: Signatures
     coarse: Signatures
 
@@ -91,24 +97,73 @@ def _char_ranks(strings: Sequence[str], blocks: list[tuple[int, int]]) -> IntArr
     return rank
 
 
-def _sorted_tokens(strings: Sequence[str], lengths: IntArray, rank: IntArray) -> tuple[IntArray, ...]:
-    """Per character occurrence, each string's tokens in global order: arrays (owner, character
-    rank, occurrence k, position in the string's token list)."""
-    total = int(lengths.sum())
+@dataclass(frozen=True)
+class _Grams:
+    """The q-grams of a block of strings in text order: ``owner`` (index in the block), ``value``
+    (the character rank for q = 1; rank(x)·_CODE_SPACE + rank(y) for q = 2) and text ``offset``."""
+
+    owner: IntArray
+    value: IntArray
+    offset: IntArray
+
+
+def _grams(strings: Sequence[str], lengths: IntArray, char_rank: IntArray, q: int) -> _Grams:
+    ranks = char_rank[codepoints(strings)]
     owner = np.repeat(np.arange(len(strings), dtype=np.int64), lengths)
-    key = owner << _RANK_BITS
-    key |= rank[codepoints(strings)]
-    key.sort()  # within each string's block, as the owner is the high part
-    char = key & _RANK_MASK
-    first = np.empty(total, dtype=np.bool_)
-    first[:1] = True
-    np.not_equal(key[1:], key[:-1], out=first[1:])
-    run_start = np.flatnonzero(first)
-    run_length = np.diff(np.append(run_start, total))
-    index = np.arange(total, dtype=np.int64)
-    occurrence = index - np.repeat(run_start, run_length)
-    position = index - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return owner, char, occurrence, position
+    offset = np.arange(len(ranks), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    if q == 1:
+        return _Grams(owner, ranks, offset)
+    start = np.flatnonzero(offset < np.repeat(lengths, lengths) - 1)
+    return _Grams(owner[start], ranks[start] * _CODE_SPACE + ranks[start + 1], offset[start])
+
+
+@dataclass(frozen=True)
+class _BigramRanks:
+    """The bigram values present (sorted) and the rank of each: rarest first, ties by value."""
+
+    values: IntArray
+    rank: IntArray
+
+    def of(self, value: IntArray) -> IntArray:
+        """The rank of each value (all present); searched once per distinct value."""
+        distinct, inverse = np.unique(value, return_inverse=True)
+        return self.rank[np.searchsorted(self.values, distinct)][inverse.reshape(-1)]
+
+
+def _bigram_ranks(
+    strings: Sequence[str], lengths: IntArray, char_rank: IntArray, blocks: list[tuple[int, int]]
+) -> _BigramRanks:
+    """Total frequencies of the bigram values, counted block by block and merged."""
+    values, counts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for start, stop in blocks:
+        value, count = np.unique(
+            _grams(strings[start:stop], lengths[start:stop], char_rank, 2).value, return_counts=True
+        )
+        values.append(value)
+        counts.append(count)
+    merged, inverse = np.unique(np.concatenate(values), return_inverse=True)
+    frequency = np.bincount(inverse.reshape(-1), weights=np.concatenate(counts), minlength=len(merged))
+    rank = np.empty(len(merged), dtype=np.int64)
+    rank[np.argsort(frequency, kind="stable")] = np.arange(len(merged), dtype=np.int64)
+    return _BigramRanks(values=merged, rank=rank)
+
+
+def _in_global_order(grams: _Grams, rank: IntArray, tokens: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """Each string's grams in global order: arrays (owner, rank, offset, position in the string's
+    order), from the grams of a block in text order (``tokens`` grams per string)."""
+    position = np.arange(len(rank), dtype=np.int64) - np.repeat(np.cumsum(tokens) - tokens, tokens)
+    if not len(rank):
+        return grams.owner, rank, grams.offset, position
+    rank_bits = max(int(rank.max()).bit_length(), 1)
+    offset_bits = max(int(grams.offset.max()).bit_length(), 1)
+    if int(grams.owner[-1]).bit_length() + rank_bits + offset_bits <= 63:  # one key: sort, then decode
+        key = (((grams.owner << rank_bits) | rank) << offset_bits) | grams.offset
+        key.sort()
+        offset = key & ((1 << offset_bits) - 1)
+        key >>= offset_bits
+        return key >> rank_bits, key & ((1 << rank_bits) - 1), offset, position
+    order = np.argsort((grams.owner << rank_bits) | rank, kind="stable")  # stable: offsets stay ascending
+    return grams.owner[order], rank[order], grams.offset[order], position
 
 
 def _count_dtype(lengths: IntArray) -> type[np.unsignedinteger]:
@@ -120,36 +175,68 @@ def _count_dtype(lengths: IntArray) -> type[np.unsignedinteger]:
     return np.uint64
 
 
-def _bucket_counts(owner: IntArray, char: IntArray, n_strings: int) -> IntArray:
-    """sig rows of one block: counts of characters per bucket (rank mod BUCKETS)."""
-    flat = np.bincount(owner * BUCKETS + char % BUCKETS, minlength=n_strings * BUCKETS)
+def _bucket_counts(owner: IntArray, rank: IntArray, n_strings: int) -> IntArray:
+    """sig rows of one block: counts of grams per bucket (rank mod BUCKETS)."""
+    flat = np.bincount(owner * BUCKETS + rank % BUCKETS, minlength=n_strings * BUCKETS)
     return flat.reshape(n_strings, BUCKETS)
 
 
-def build_prefix_index(strings: Sequence[str], lengths: IntArray, threshold: float) -> PrefixIndex:
-    """The long-prefix entries of every string and the count signatures; ``lengths`` ascending,
-    ``threshold`` at least MIN_FILTER_THRESHOLD."""
+def build_prefix_index(
+    strings: Sequence[str], lengths: IntArray, threshold: float, q: int = 1, table: IntArray | None = None
+) -> PrefixIndex:
+    """The long-prefix entries of every string over its q-grams (q = 1: characters, q = 2:
+    bigrams) and its count signatures; ``lengths`` ascending, ``threshold`` at least
+    MIN_FILTER_THRESHOLD, ``table`` the :func:`~.neardup_bounds.overlap_table` for ``q``."""
+    if q not in GRAM_SIZES:
+        raise ValueError(f"q must be one of {GRAM_SIZES}, got {q}")
     count = len(strings)
-    p_long = prefix_lengths(lengths, threshold)[1]
+    tokens = token_counts(lengths, q)
+    p_long = prefix_lengths(lengths, threshold, q, table)[1]
     blocks = list(_blocks(lengths))
-    rank = _char_ranks(strings, blocks)
+    char_rank = _char_ranks(strings, blocks)
+    bigrams = _bigram_ranks(strings, lengths, char_rank, blocks) if q == 2 else None
     signature = np.zeros((count, BUCKETS), dtype=_count_dtype(lengths))
-    owners, tokens, positions = [], [], []
+    owners, ranks, positions, offsets = [], [], [], []
     for start, stop in blocks:
-        owner, char, occurrence, position = _sorted_tokens(strings[start:stop], lengths[start:stop], rank)
-        signature[start:stop] = _bucket_counts(owner, char, stop - start)
+        grams = _grams(strings[start:stop], lengths[start:stop], char_rank, q)
+        rank = grams.value if bigrams is None else bigrams.of(grams.value)
+        owner, rank, offset, position = _in_global_order(grams, rank, tokens[start:stop])
+        signature[start:stop] = _bucket_counts(owner, rank, stop - start)
         owner += start
         keep = position < p_long[owner]
         owners.append(owner[keep])
-        tokens.append((char[keep] << 32) | occurrence[keep])
+        ranks.append(rank[keep])
         positions.append(position[keep])
-    string = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
-    raw = np.concatenate(tokens) if tokens else np.zeros(0, dtype=np.int64)
-    position = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
-    token = np.unique(raw, return_inverse=True)[1].astype(np.int64).reshape(-1)
-    key = token * count + string
+        offsets.append(offset[keep])
+    empty = np.zeros(0, dtype=np.int64)
+    string = np.concatenate([empty, *owners])
+    key = np.concatenate([empty, *ranks]) * count + string  # ranks are compact: below 2^21 (q = 1) or the bigram count
     order = np.argsort(key)
-    coarse = signature.reshape(count, BUCKETS // COARSE_BUCKETS, COARSE_BUCKETS).sum(axis=1, dtype=signature.dtype)
+    position = np.concatenate([empty, *positions])
+    offset = np.concatenate([empty, *offsets])
     return PrefixIndex(
-        key=key[order], string=string[order], position=position[order], signature=signature, coarse=coarse
+        n_strings=count,
+        key=key[order],
+        string=string[order],
+        position=position[order],
+        offset=offset[order],
+        signature=signature,
+        coarse=coarsen(signature),
     )
+
+
+def coarsen(signature: Signatures) -> Signatures:
+    """The coarse signature: buckets h ≡ h' (mod COARSE_BUCKETS) merged."""
+    rows = len(signature)
+    return signature.reshape(rows, BUCKETS // COARSE_BUCKETS, COARSE_BUCKETS).sum(axis=1, dtype=signature.dtype)
+
+
+def char_signatures(strings: Sequence[str], lengths: IntArray) -> Signatures:
+    """The character (q = 1) count signature of every string (rows in rank order)."""
+    blocks = list(_blocks(lengths))
+    char_rank = _char_ranks(strings, blocks)
+    signature = np.zeros((len(strings), BUCKETS), dtype=_count_dtype(lengths))
+    for start, stop in blocks:
+        grams = _grams(strings[start:stop], lengths[start:stop], char_rank, 1)
+        signature[start:stop] = _bucket_counts(grams.owner, grams.value, stop - start)
+    return signature
