@@ -169,6 +169,8 @@ def test_normalize_counts_everything_and_writes_rejects(cli, tmp_path):
         tmp_path / "r.json",
         "--keep-original",
         "raw",
+        "--min-length",
+        "15",
     )
     assert result.exit_code == 0, result.stderr
     kept = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
