@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from verimod.core.errors import InputError, Problem
 from verimod.core.registry import Registry
 from verimod.core.validation import validation_problems
-from verimod.data.records import Format, OnError, RecordStream, no_records_error, read_recordsfrom verimod.tasks.varm.codebook import FIELDS
+from verimod.data.records import Format, OnError, RecordStream, no_records_error, read_records
+from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.schema import VarmReference
 
 #: A check of a file's column names (raises :class:`InputError` naming what is missing).
