@@ -204,10 +204,10 @@ def _delimited(path: str, text: str, delimiter: str, stream: RecordStream, on_er
                 None,
                 f"unreadable header: {_csv_problem(exc, account.blank + 1, reader.line_num)}",
             ) from None
-        if row:
-            header = row
-        else:
+        if _is_blank(row, width=2):  # before the header, a line of whitespace is blank too
             account.blank = reader.line_num
+        else:
+            header = row
     if header is None:
         stream.columns = []
         stream.records = iter(())
