@@ -54,8 +54,8 @@ train a floor of 15 removes 11.5 % of the records, 970 of them offensive, skewin
 ``resources/normalize_patterns.json``: strong patterns such as 兼职日结 or 免费领取 suffice, weak
 cues such as 私信我, 代购 or 加微信 need a second cue or a contact — so abusive comments that
 merely mention WeChat are kept), ``duplicate`` (same normalised text as an earlier kept record;
-the first is kept). A duplicate whose label (the ``label_field``, default ``label``; a missing
-label counts as a value) differs from the kept copy's is a *conflict*: still removed, but counted
+the first is kept). A duplicate that carries a label (the ``label_field``, default ``label``)
+other than the kept copy's (an unlabelled kept copy included) is a *conflict*: still removed, but counted
 in ``duplicate_conflicts`` / ``conflict_groups`` and listed in :attr:`Normalizer.conflicts`, so
 the annotation disagreement can be adjudicated instead of silently resolved.
 """
@@ -243,7 +243,7 @@ class Normalizer:
                 self._seen[key] = (self._where, label)
                 return None
             kept_line, kept_label = first
-            if kept_label == label:
+            if label is None or kept_label == label:  # nothing is lost with this copy
                 return "duplicate", f"same text as record {kept_line}"
             self._conflict(DuplicateConflict(kept_line, self._where, kept_label, label))
             return "duplicate", f"same text as record {kept_line}, another label ({kept_label!r} kept, {label!r} here)"
