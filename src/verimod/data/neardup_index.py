@@ -1,18 +1,21 @@
 """Candidates and verification of the exact near-duplicate join (private helper of :mod:`.neardup`).
 
-Input: distinct strings ranked by (length, first occurrence), so rank order is length order,
-and their prefix index (:mod:`.neardup_tokens`). Vectorised with numpy; RapidFuzz verifies.
+Input: distinct strings ranked by (length, first occurrence), so rank order is length order.
+Two parts (Lemma 4 of :mod:`.neardup_bounds`): characters for pair totals below L_2, bigrams
+from L_2 on; each part has its prefix index (:mod:`.neardup_tokens`). Vectorised with numpy;
+RapidFuzz verifies.
 
-1. Candidates. Prefix entries are sorted by (token, string rank). An entry of string a at
-   position i pairs with every later entry of the same token up to the last string of length
-   ≤ min(hi(|a|), reach(|a|, i)); a pair whose partner position j has need(|a| + |b|) > |b| − j
-   is dropped. By Lemma 4 of :mod:`.neardup_bounds` this keeps every qualifying pair.
-   Candidates are produced in chunks of about CHUNK_CANDIDATES, probe entries grouped by string,
-   so repeats (pairs sharing several prefix tokens) are removed within a chunk after the count
-   filter; the rare repeat across two chunks is removed from the accepted pairs at the end.
+1. Candidates. Prefix entries are sorted by (gram, string rank). An entry of string a at
+   position i pairs with the entries of the same gram in later strings, up to the last string of
+   length ≤ min(hi(|a|), reach(|a|, i)) and within the part's totals; a pair is kept when the
+   partner's position j and the two text offsets pass the tests of Lemma 5 (need*(L) ≤ T(b) − j,
+   Δ − D(L) ≤ 2·(s' − s) ≤ Δ + D(L)). By Lemma 5 this keeps every qualifying pair. Candidates are
+   produced in chunks of about CHUNK_CANDIDATES, probe entries grouped by string, so repeats
+   (pairs sharing several prefix grams) are removed within a chunk after the count filter; the
+   rare repeat across two chunks is removed from the accepted pairs at the end.
 2. Count filter. Candidates whose count-signature bound Σ_h min(sig[a, h], sig[b, h]) is below
-   need(|a| + |b|) are dropped (Lemma 2; the bound is proved in :mod:`.neardup_tokens`): first
-   with the coarse 16-bucket signature (cheap), then with the 128-bucket one.
+   need_q(|a| + |b|) are dropped (Lemma 3): the coarse (16-bucket) then the 128-bucket character
+   signature for every candidate, and the bigram signature in the bigram part.
 3. Verification. The distinct survivors go to ``rapidfuzz.process.cpdist(..., scorer=fuzz.ratio,
    score_cutoff=t)`` — the same cutoff test as ``process.cdist`` — and the pairs it accepts
    (a non-zero score) are kept with RapidFuzz's own score.
@@ -122,13 +125,21 @@ class _Candidates:
 
 @dataclass(frozen=True)
 class _Part:
-    """One prefix index and the pairs it is responsible for: total lengths in [low, high]."""
+    """One prefix index and the pairs it is responsible for: total lengths in [low, high]. Per
+    entry (in index order): its string's ``length`` and its ``budget`` = T(string) − position,
+    the most grams a pair found through it can share from there on (Lemma 5)."""
 
     index: PrefixIndex
-    tokens: IntArray
     table: IntArray
     low: int
     high: int
+    length: IntArray
+    budget: IntArray
+
+    @classmethod
+    def of(cls, index: PrefixIndex, lengths: IntArray, q: int, table: IntArray, low: int, high: int) -> _Part:
+        own = np.take(lengths, index.string)
+        return cls(index, table, low, high, own, np.take(token_counts(lengths, q), index.string) - index.position)
 
 
 def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) -> BoolArray:
@@ -144,37 +155,37 @@ def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) ->
 
 
 def _scan_ranges(part: _Part, lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
-    """For each entry, the first later entry of its gram value in another string, and how many
-    entries it scans from there (Lemma 1 and Lemma 6 bounds, and the part's largest total)."""
-    index, count = part.index, part.index.n_strings
-    own = lengths[index.string]
-    hi = max_partner_length(lengths, threshold, int(lengths[-1]))[index.string]
-    budget = part.tokens[index.string] - index.position
-    reach = np.minimum(np.minimum(hi, max_total(part.table, budget) - own), part.high - own)
-    last = np.searchsorted(lengths, reach, side="right") - 1
-    begin = np.searchsorted(index.key, index.key, side="right")
-    ends = np.searchsorted(index.key, (index.key // count) * count + last, side="right")
+    """For each entry, the first entry of its gram in a later string, and how many entries it
+    scans from there (Lemma 1 and Lemma 5 bounds, and the part's largest total length)."""
+    index, count, longest = part.index, part.index.n_strings, int(lengths[-1])
+    hi = np.take(max_partner_length(lengths, threshold, longest), index.string)
+    reach = np.minimum(np.minimum(hi, max_total(part.table, part.budget) - part.length), part.high - part.length)
+    last_of_length = np.searchsorted(lengths, np.arange(longest + 1), side="right") - 1  # last rank of length ≤ n
+    last = np.where(reach >= 0, np.take(last_of_length, np.clip(reach, 0, longest)), -1)
+    key = index.key
+    run_end = np.flatnonzero(np.append(key[1:] != key[:-1], True)) + 1  # entries of one (gram, string): a run
+    begin = np.repeat(run_end, np.diff(np.append(0, run_end)))
+    ends = np.searchsorted(key, (key // count) * count + last, side="right")
     return begin, np.maximum(ends - begin, 0)
 
 
-def _chunk_candidates(
-    part: _Part, lengths: IntArray, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray
-) -> _Candidates:
-    """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 6's
+def _chunk_candidates(part: _Part, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray) -> _Candidates:
+    """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 5's
     position and offset tests and lie in the part's range of total lengths (a pair sharing
     several prefix grams may occur several times)."""
     index = part.index
     partners = _expand_ranges(begin, counts)
-    a = np.repeat(np.take(index.string, probes), counts)
-    b = np.take(index.string, partners)
-    length_a, length_b = np.take(lengths, a), np.take(lengths, b)
+    length_a = np.repeat(np.take(part.length, probes), counts)
+    length_b = np.take(part.length, partners)
     total = length_a + length_b
-    fits = np.take(part.table, total) <= np.take(part.tokens, b) - np.take(index.position, partners)
+    fits = np.take(part.table, total) <= np.take(part.budget, partners)
     fits &= total >= part.low
     slack, grow = np.take(indel, total), length_b - length_a  # D(L) and Δ = n − m ≥ 0
-    shift = np.take(index.offset, partners) - np.repeat(np.take(index.offset, probes), counts)
-    fits &= (2 * shift <= slack + grow) & (-2 * shift <= slack - grow)
-    return _Candidates(a[fits], b[fits], total[fits])
+    shift = 2 * (np.take(index.offset, partners) - np.repeat(np.take(index.offset, probes), counts))
+    fits &= (shift <= slack + grow) & (shift >= grow - slack)
+    keep = np.flatnonzero(fits)
+    a = np.take(np.repeat(np.take(index.string, probes), counts), keep)
+    return _Candidates(a, np.take(index.string, np.take(partners, keep)), np.take(total, keep))
 
 
 def _distinct(found: _Candidates, lengths: IntArray) -> _Candidates:
@@ -190,7 +201,7 @@ def _distinct(found: _Candidates, lengths: IntArray) -> _Candidates:
 
 
 def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple[list[_Part], IntArray, Signatures]:
-    """The prefix indexes of the join (see the module docstring, Lemma 7 of :mod:`.neardup_bounds`):
+    """The prefix indexes of the join (see the module docstring, Lemma 4 of :mod:`.neardup_bounds`):
     characters for pairs of total length below L_2, bigrams from L_2 on. Also the character
     overlap table and the character signature of every string (the count filter of every pair)."""
     longest = int(lengths[-1])
@@ -202,12 +213,12 @@ def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple
     char_signature: Signatures | None = None
     if short >= 2:
         index = build_prefix_index(strings[:short], lengths[:short], threshold, 1, char_table)
-        parts.append(_Part(index, token_counts(lengths[:short], 1), char_table, 0, split - 1))
+        parts.append(_Part.of(index, lengths, 1, char_table, 0, split - 1))
         if short == len(strings):
             char_signature = index.signature
     if split <= 2 * longest:
         index = build_prefix_index(strings, lengths, threshold, 2, bigram_table)
-        parts.append(_Part(index, token_counts(lengths, 2), bigram_table, split, 2 * longest))
+        parts.append(_Part.of(index, lengths, 2, bigram_table, split, 2 * longest))
     if char_signature is None:
         char_signature = char_signatures(strings, lengths)
     return parts, char_table, char_signature
@@ -240,7 +251,7 @@ def filtered_pairs(
         probes = probes[np.argsort(part.index.string[probes], kind="stable")]  # a probe string's repeats together
         begin, counts = begin[probes], counts[probes]
         for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
-            found = _chunk_candidates(part, lengths, indel, probes[lo:hi], begin[lo:hi], counts[lo:hi])
+            found = _chunk_candidates(part, indel, probes[lo:hi], begin[lo:hi], counts[lo:hi])
             if mask is not None:
                 found = found.select(mask(found.a, found.b))
             candidates += len(found.a)

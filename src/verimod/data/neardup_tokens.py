@@ -7,12 +7,14 @@ Grams. A string of length m has T_q(m) = max(m − q + 1, 0) q-grams: its charac
 its bigrams (q = 2), each an *occurrence* at a text offset (the offset of its first character).
 Two strings share Σ_g min(#_a g, #_b g) grams: their multiset overlap.
 
-Global order. Gram values are ranked by total frequency over all strings, rarest first (ties by
-value); occurrences are ordered by (rank of the value, text offset). Any fixed total order of
-values makes the filters correct (:mod:`.neardup_bounds`, Lemmas 3 and 6); rarest first makes
-prefixes selective. Ordering the occurrences of one value by offset is what Lemma 6 needs: an
-alignment is monotone, so the first preserved occurrence of a value in a is aligned with the
-first preserved occurrence of that value in b.
+Global order. Character values are ranked by total frequency over all strings, rarest first
+(ties by code point); bigram values are hashed into classes ranked by (bit length of their total
+frequency, class): rarest first up to a factor of two, without sorting the bigrams.
+Occurrences are ordered by (rank of the value, text offset). Any fixed ranking of values makes
+the filters correct (:mod:`.neardup_bounds`, Lemma 5); rarest first makes prefixes selective.
+Ordering the occurrences of one value by offset is what Lemma 5 needs: an alignment is
+monotone, so the first preserved occurrence of a value in a is aligned with the first preserved
+occurrence of that value in b.
 
 Prefixes. The first p_long occurrences of each string (in global order) are indexed with their
 position in that order and their text offset.
@@ -22,7 +24,7 @@ values into H buckets can only raise the overlap, so for every pair
 
     O(a, b) = Σ_g min(#_a g, #_b g) ≤ Σ_h min(sig[a, h], sig[b, h]),
 
-and a pair whose bucket bound is below need_q(|a| + |b|) cannot qualify (Lemmas 2 and 5).
+and a pair whose bucket bound is below need_q(|a| + |b|) cannot qualify (Lemma 3).
 Consecutive ranks fall in different buckets, so the rare grams that tell strings apart rarely
 collide. The coarse signature merges buckets h ≡ h' (mod 16): a weaker bound, cheaper to test.
 """
@@ -118,34 +120,41 @@ def _grams(strings: Sequence[str], lengths: IntArray, char_rank: IntArray, q: in
 
 
 @dataclass(frozen=True)
-class _BigramRanks:
-    """The bigram values present (sorted) and the rank of each: rarest first, ties by value."""
+class _BigramClasses:
+    """Bigram values hashed into 2^bits classes, and each class's frequency as its bit length
+    (0 for none, 1 for one occurrence, 2 for two or three, …). A class stands for the values
+    hashed to it (merging values only raises overlaps: Lemmas 3 and 5 still hold); its rank
+    is (frequency bits, class), so the global order is rarest first up to a factor of two."""
 
-    values: IntArray
-    rank: IntArray
+    bits: int
+    frequency_bits: npt.NDArray[np.uint8]
 
-    def of(self, value: IntArray) -> IntArray:
-        """The rank of each value (all present); searched once per distinct value."""
-        distinct, inverse = np.unique(value, return_inverse=True)
-        return self.rank[np.searchsorted(self.values, distinct)][inverse.reshape(-1)]
+    def classes(self, value: IntArray) -> IntArray:
+        """The class of each bigram value (Fibonacci hashing: the top bits of value·φ·2^64)."""
+        mixed = value.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        return (mixed >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def rank(self, value: IntArray) -> IntArray:
+        """The rank of each value's class: (frequency bits) · 2^bits + class."""
+        cls = self.classes(value)
+        return (self.frequency_bits[cls].astype(np.int64) << self.bits) | cls
 
 
-def _bigram_ranks(
+def _bigram_classes(
     strings: Sequence[str], lengths: IntArray, char_rank: IntArray, blocks: list[tuple[int, int]]
-) -> _BigramRanks:
-    """Total frequencies of the bigram values, counted block by block and merged."""
-    values, counts = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+) -> _BigramClasses:
+    """Count the bigram classes block by block (bits: about log2 of the number of bigrams,
+    between 16 and 24, so that few distinct values share a class)."""
+    total = int(np.maximum(lengths - 1, 0).sum())
+    bits = min(max(total.bit_length(), 16), 24)
+    counts = np.zeros(1 << bits, dtype=np.int64)
+    hashing = _BigramClasses(bits, np.zeros(0, dtype=np.uint8))
     for start, stop in blocks:
-        value, count = np.unique(
-            _grams(strings[start:stop], lengths[start:stop], char_rank, 2).value, return_counts=True
+        found, count = np.unique(
+            hashing.classes(_grams(strings[start:stop], lengths[start:stop], char_rank, 2).value), return_counts=True
         )
-        values.append(value)
-        counts.append(count)
-    merged, inverse = np.unique(np.concatenate(values), return_inverse=True)
-    frequency = np.bincount(inverse.reshape(-1), weights=np.concatenate(counts), minlength=len(merged))
-    rank = np.empty(len(merged), dtype=np.int64)
-    rank[np.argsort(frequency, kind="stable")] = np.arange(len(merged), dtype=np.int64)
-    return _BigramRanks(values=merged, rank=rank)
+        counts[found] += count
+    return _BigramClasses(bits, np.frexp(counts.astype(np.float64))[1].astype(np.uint8))
 
 
 def _in_global_order(grams: _Grams, rank: IntArray, tokens: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray]:
@@ -194,12 +203,12 @@ def build_prefix_index(
     p_long = prefix_lengths(lengths, threshold, q, table)[1]
     blocks = list(_blocks(lengths))
     char_rank = _char_ranks(strings, blocks)
-    bigrams = _bigram_ranks(strings, lengths, char_rank, blocks) if q == 2 else None
+    bigrams = _bigram_classes(strings, lengths, char_rank, blocks) if q == 2 else None
     signature = np.zeros((count, BUCKETS), dtype=_count_dtype(lengths))
     owners, ranks, positions, offsets = [], [], [], []
     for start, stop in blocks:
         grams = _grams(strings[start:stop], lengths[start:stop], char_rank, q)
-        rank = grams.value if bigrams is None else bigrams.of(grams.value)
+        rank = grams.value if bigrams is None else bigrams.rank(grams.value)
         owner, rank, offset, position = _in_global_order(grams, rank, tokens[start:stop])
         signature[start:stop] = _bucket_counts(owner, rank, stop - start)
         owner += start
@@ -210,7 +219,7 @@ def build_prefix_index(
         offsets.append(offset[keep])
     empty = np.zeros(0, dtype=np.int64)
     string = np.concatenate([empty, *owners])
-    key = np.concatenate([empty, *ranks]) * count + string  # ranks are compact: below 2^21 (q = 1) or the bigram count
+    key = np.concatenate([empty, *ranks]) * count + string  # ranks are below 2^21 (q = 1) or 2^29 (q = 2)
     order = np.argsort(key)
     position = np.concatenate([empty, *positions])
     offset = np.concatenate([empty, *offsets])
