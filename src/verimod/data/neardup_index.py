@@ -51,6 +51,8 @@ PairMask: TypeAlias = Callable[[IntArray, IntArray], BoolArray]
 CHUNK_CANDIDATES = 1 << 22
 #: Candidates per batch of the count filter (each row of a batch is BUCKETS bytes or more).
 FILTER_BATCH = 1 << 16
+#: Entries per slice when the scan ranges are computed.
+SCAN_SLICE = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -138,8 +140,9 @@ class _Part:
 
     @classmethod
     def of(cls, index: PrefixIndex, lengths: IntArray, q: int, table: IntArray, low: int, high: int) -> _Part:
-        own = np.take(lengths, index.string)
-        return cls(index, table, low, high, own, np.take(token_counts(lengths, q), index.string) - index.position)
+        own = np.take(lengths.astype(np.int32), index.string)
+        budget = np.take(token_counts(lengths, q).astype(np.int32), index.string) - index.position
+        return cls(index, table, low, high, own, budget)
 
 
 def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) -> BoolArray:
@@ -156,17 +159,24 @@ def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) ->
 
 def _scan_ranges(part: _Part, lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
     """For each entry, the first entry of its gram in a later string, and how many entries it
-    scans from there (Lemma 1 and Lemma 5 bounds, and the part's largest total length)."""
+    scans from there (Lemma 1 and Lemma 5 bounds, and the part's largest total length); computed
+    in slices of SCAN_SLICE entries to bound the temporary arrays."""
     index, count, longest = part.index, part.index.n_strings, int(lengths[-1])
-    hi = np.take(max_partner_length(lengths, threshold, longest), index.string)
-    reach = np.minimum(np.minimum(hi, max_total(part.table, part.budget) - part.length), part.high - part.length)
+    hi_of_string = max_partner_length(lengths, threshold, longest)
     last_of_length = np.searchsorted(lengths, np.arange(longest + 1), side="right") - 1  # last rank of length ≤ n
-    last = np.where(reach >= 0, np.take(last_of_length, np.clip(reach, 0, longest)), -1)
     key = index.key
     run_end = np.flatnonzero(np.append(key[1:] != key[:-1], True)) + 1  # entries of one (gram, string): a run
-    begin = np.repeat(run_end, np.diff(np.append(0, run_end)))
-    ends = np.searchsorted(key, (key // count) * count + last, side="right")
-    return begin, np.maximum(ends - begin, 0)
+    begin = np.repeat(run_end, np.diff(np.append(0, run_end))).astype(np.int64)
+    counts = np.empty(len(key), dtype=np.int64)
+    for start in range(0, len(key), SCAN_SLICE):
+        stop = start + SCAN_SLICE
+        own, budget = part.length[start:stop], part.budget[start:stop]
+        reach = np.minimum(np.take(hi_of_string, index.string[start:stop]), max_total(part.table, budget) - own)
+        np.minimum(reach, part.high - own, out=reach)
+        last = np.where(reach >= 0, np.take(last_of_length, np.clip(reach, 0, longest)), -1)
+        ends = np.searchsorted(key, (key[start:stop] // count) * count + last, side="right")
+        counts[start:stop] = np.maximum(ends - begin[start:stop], 0)
+    return begin, counts
 
 
 def _chunk_candidates(part: _Part, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray) -> _Candidates:
@@ -184,8 +194,9 @@ def _chunk_candidates(part: _Part, indel: IntArray, probes: IntArray, begin: Int
     shift = 2 * (np.take(index.offset, partners) - np.repeat(np.take(index.offset, probes), counts))
     fits &= (shift <= slack + grow) & (shift >= grow - slack)
     keep = np.flatnonzero(fits)
-    a = np.take(np.repeat(np.take(index.string, probes), counts), keep)
-    return _Candidates(a, np.take(index.string, np.take(partners, keep)), np.take(total, keep))
+    a = np.take(np.repeat(np.take(index.string, probes), counts), keep).astype(np.int64)  # pair keys need 64 bits
+    b = np.take(index.string, np.take(partners, keep)).astype(np.int64)
+    return _Candidates(a, b, np.take(total, keep).astype(np.int64))
 
 
 def _distinct(found: _Candidates, lengths: IntArray) -> _Candidates:

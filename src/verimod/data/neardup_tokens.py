@@ -62,9 +62,9 @@ class PrefixIndex:
 
     n_strings: int
     key: IntArray
-    string: IntArray
-    position: IntArray
-    offset: IntArray
+    string: npt.NDArray[np.int32]
+    position: npt.NDArray[np.int32]
+    offset: npt.NDArray[np.int32]
     signature: Signatures
     coarse: Signatures
 
@@ -221,8 +221,9 @@ def build_prefix_index(
     string = np.concatenate([empty, *owners])
     key = np.concatenate([empty, *ranks]) * count + string  # ranks are below 2^21 (q = 1) or 2^29 (q = 2)
     order = np.argsort(key)
-    position = np.concatenate([empty, *positions])
-    offset = np.concatenate([empty, *offsets])
+    position = np.concatenate([empty, *positions]).astype(np.int32)  # below the longest length
+    offset = np.concatenate([empty, *offsets]).astype(np.int32)
+    string = string.astype(np.int32)
     return PrefixIndex(
         n_strings=count,
         key=key[order],
