@@ -14,8 +14,10 @@ its upper triangle (the entries RapidFuzz accepts: non-zero) is compared with
 Part ``growth``: for each threshold and size, one ``deduplicate`` call in its own process (so
 the peak RSS is that run's), printing texts, distinct texts, pairs, candidates (pairs the prefix
 index produces after its length, position and offset tests), pairs compared by RapidFuzz,
-seconds and peak RSS, and the growth exponent log(c₂/c₁)/log(n₂/n₁) of candidates and pairs
-between consecutive sizes. Generation is not timed. Corpus models (``--model``):
+wall and CPU seconds (the process's own: the fair figure on a shared machine; RapidFuzz runs
+in one thread with the default ``--workers 1``) and peak RSS, and the growth exponent
+log(c₂/c₁)/log(n₂/n₁) of candidates and pairs between consecutive sizes. Generation is not
+timed. Corpus models (``--model``):
 
 - ``fresh`` (default): a corpus whose near-duplicates per text do not grow with its size, as in
   a real one. Each *source* is a COLD text whose characters are relabelled within bands of 64
@@ -177,9 +179,9 @@ def peak_mib() -> float:
 
 def one_growth_point(model: str, cold: Path, n: int, threshold: float, seed: int, workers: int) -> dict[str, float]:
     texts = corpus(model, cold, n, seed)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     report = deduplicate(texts, threshold, workers=workers).report
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
     return {
         "n": n,
         "threshold": threshold,
@@ -188,6 +190,7 @@ def one_growth_point(model: str, cold: Path, n: int, threshold: float, seed: int
         "candidates": report.candidates,
         "compared": report.compared,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "peak_mib": peak_mib(),
     }
 
@@ -196,7 +199,7 @@ def part_growth(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     for threshold in (float(t) for t in args.thresholds.split(",")):
         print(f"model {args.model}, threshold {threshold:g}, seed {args.seed}, workers {args.workers}")
-        print("        n   distinct      pairs   candidates  compared   seconds  peak MiB  exp(cand)  exp(pairs)")
+        print("        n   distinct      pairs   candidates  compared   seconds  CPU s  peak MiB  exp(cand) exp(pairs)")
         previous: dict[str, float] | None = None
         for n in sizes:
             command = [sys.executable, __file__, "--part", "point", "--model", args.model, "--cold", str(args.cold)]
@@ -210,7 +213,7 @@ def part_growth(args: argparse.Namespace) -> None:
                 growth += f"  {math.log(row['pairs'] / previous['pairs']) / step:10.2f}"
             print(
                 f"{n:>9,} {row['distinct']:>10,} {row['pairs']:>10,} {row['candidates']:>12,} {row['compared']:>9,}"
-                f" {row['seconds']:>9.1f} {row['peak_mib']:>9,.0f} {growth}",
+                f" {row['seconds']:>9.1f} {row['cpu_seconds']:>6.1f} {row['peak_mib']:>9,.0f} {growth}",
                 flush=True,
             )
             previous = row

@@ -102,21 +102,30 @@ def _char_ranks(strings: Sequence[str], blocks: list[tuple[int, int]]) -> IntArr
 @dataclass(frozen=True)
 class _Grams:
     """The q-grams of a block of strings in text order: ``owner`` (index in the block), ``value``
-    (the character rank for q = 1; rank(x)·_CODE_SPACE + rank(y) for q = 2) and text ``offset``."""
+    (the character rank for q = 1; rank(x)·_CODE_SPACE + rank(y), or its class, for q = 2) and
+    text ``offset``."""
 
     owner: IntArray
     value: IntArray
     offset: IntArray
 
 
-def _grams(strings: Sequence[str], lengths: IntArray, char_rank: IntArray, q: int) -> _Grams:
-    ranks = char_rank[codepoints(strings)]
-    owner = np.repeat(np.arange(len(strings), dtype=np.int64), lengths)
-    offset = np.arange(len(ranks), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+def _layout(lengths: IntArray, q: int) -> tuple[IntArray, IntArray, IntArray]:
+    """Where the q-grams of a block are: (owner, offset) of each, and the index of its first
+    character in the block's concatenated text."""
+    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    offset = np.arange(len(owner), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     if q == 1:
-        return _Grams(owner, ranks, offset)
-    start = np.flatnonzero(offset < np.repeat(lengths, lengths) - 1)
-    return _Grams(owner[start], ranks[start] * _CODE_SPACE + ranks[start + 1], offset[start])
+        return owner, offset, np.arange(len(owner), dtype=np.int64)
+    start = np.flatnonzero(offset < np.repeat(lengths, lengths) - (q - 1))
+    return owner[start], offset[start], start
+
+
+def _grams(strings: Sequence[str], lengths: IntArray, char_rank: IntArray, q: int) -> _Grams:
+    owner, offset, start = _layout(lengths, q)
+    ranks = char_rank[codepoints(strings)]
+    value = ranks if q == 1 else ranks[start] * _CODE_SPACE + ranks[start + 1]
+    return _Grams(owner, value, offset)
 
 
 @dataclass(frozen=True)
@@ -129,32 +138,30 @@ class _BigramClasses:
     bits: int
     frequency_bits: npt.NDArray[np.uint8]
 
-    def classes(self, value: IntArray) -> IntArray:
-        """The class of each bigram value (Fibonacci hashing: the top bits of value·φ·2^64)."""
-        mixed = value.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        return (mixed >> np.uint64(64 - self.bits)).astype(np.int64)
-
-    def rank(self, value: IntArray) -> IntArray:
-        """The rank of each value's class: (frequency bits) · 2^bits + class."""
-        cls = self.classes(value)
+    def rank(self, cls: npt.NDArray[np.int32]) -> IntArray:
+        """The rank of each class: (frequency bits) · 2^bits + class."""
         return (self.frequency_bits[cls].astype(np.int64) << self.bits) | cls
+
+
+def _hash_classes(value: IntArray, bits: int) -> npt.NDArray[np.int32]:
+    """The class of each bigram value (Fibonacci hashing: the top bits of value·φ·2^64)."""
+    mixed = value.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return (mixed >> np.uint64(64 - bits)).astype(np.int32)
 
 
 def _bigram_classes(
     strings: Sequence[str], lengths: IntArray, char_rank: IntArray, blocks: list[tuple[int, int]]
-) -> _BigramClasses:
-    """Count the bigram classes block by block (bits: about log2 of the number of bigrams,
-    between 16 and 24, so that few distinct values share a class)."""
+) -> tuple[_BigramClasses, list[npt.NDArray[np.int32]]]:
+    """The classes of every bigram, block by block, and their frequencies (bits: about log2 of
+    the number of bigrams, between 16 and 24, so that few distinct values share a class)."""
     total = int(np.maximum(lengths - 1, 0).sum())
     bits = min(max(total.bit_length(), 16), 24)
-    counts = np.zeros(1 << bits, dtype=np.int64)
-    hashing = _BigramClasses(bits, np.zeros(0, dtype=np.uint8))
-    for start, stop in blocks:
-        found, count = np.unique(
-            hashing.classes(_grams(strings[start:stop], lengths[start:stop], char_rank, 2).value), return_counts=True
-        )
-        counts[found] += count
-    return _BigramClasses(bits, np.frexp(counts.astype(np.float64))[1].astype(np.uint8))
+    classes = [
+        _hash_classes(_grams(strings[start:stop], lengths[start:stop], char_rank, 2).value, bits)
+        for start, stop in blocks
+    ]
+    counts = np.bincount(np.concatenate([np.zeros(0, dtype=np.int32), *classes]), minlength=1 << bits)
+    return _BigramClasses(bits, np.frexp(counts.astype(np.float64))[1].astype(np.uint8)), classes
 
 
 def _in_global_order(grams: _Grams, rank: IntArray, tokens: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray]:
@@ -203,27 +210,32 @@ def build_prefix_index(
     p_long = prefix_lengths(lengths, threshold, q, table)[1]
     blocks = list(_blocks(lengths))
     char_rank = _char_ranks(strings, blocks)
-    bigrams = _bigram_classes(strings, lengths, char_rank, blocks) if q == 2 else None
+    bigrams, classes = _bigram_classes(strings, lengths, char_rank, blocks) if q == 2 else (None, [])
     signature = np.zeros((count, BUCKETS), dtype=_count_dtype(lengths))
     owners, ranks, positions, offsets = [], [], [], []
-    for start, stop in blocks:
-        grams = _grams(strings[start:stop], lengths[start:stop], char_rank, q)
-        rank = grams.value if bigrams is None else bigrams.rank(grams.value)
+    for number, (start, stop) in enumerate(blocks):
+        if bigrams is None:
+            grams = _grams(strings[start:stop], lengths[start:stop], char_rank, q)
+            rank = grams.value
+        else:
+            owner, offset, _ = _layout(lengths[start:stop], q)
+            grams = _Grams(owner, classes[number], offset)
+            rank = bigrams.rank(classes[number])
+            classes[number] = classes[number][:0]  # free it
         owner, rank, offset, position = _in_global_order(grams, rank, tokens[start:stop])
         signature[start:stop] = _bucket_counts(owner, rank, stop - start)
         owner += start
         keep = position < p_long[owner]
-        owners.append(owner[keep])
-        ranks.append(rank[keep])
-        positions.append(position[keep])
-        offsets.append(offset[keep])
-    empty = np.zeros(0, dtype=np.int64)
+        owners.append(owner[keep].astype(np.int32))  # ranks are below 2^21 (q = 1) or 2^29 (q = 2),
+        ranks.append(rank[keep].astype(np.int32))  # positions and offsets below the longest length
+        positions.append(position[keep].astype(np.int32))
+        offsets.append(offset[keep].astype(np.int32))
+    empty = np.zeros(0, dtype=np.int32)
     string = np.concatenate([empty, *owners])
-    key = np.concatenate([empty, *ranks]) * count + string  # ranks are below 2^21 (q = 1) or 2^29 (q = 2)
+    key = np.concatenate([empty, *ranks]).astype(np.int64) * count + string
     order = np.argsort(key)
-    position = np.concatenate([empty, *positions]).astype(np.int32)  # below the longest length
-    offset = np.concatenate([empty, *offsets]).astype(np.int32)
-    string = string.astype(np.int32)
+    position = np.concatenate([empty, *positions])
+    offset = np.concatenate([empty, *offsets])
     return PrefixIndex(
         n_strings=count,
         key=key[order],
