@@ -90,7 +90,7 @@ def safe_markup(text: str) -> str:
 def _finite(original: Callable[..., Any] | None) -> Callable[..., Any]:
     """A parameter callback refusing NaN and infinities, then running ``original``."""
 
-    def check(ctx: _click.Context, param: _click.Parameter, value: Any) -> Any:
+    def check(ctx: _click.Context, param: Any, value: Any) -> Any:
         values = value if isinstance(value, list | tuple) else [value]
         for item in values:
             if isinstance(item, float) and not math.isfinite(item):

@@ -39,7 +39,7 @@ from verimod.data.neardup_bounds import (
     overlap_table,
     token_counts,
 )
-from verimod.data.neardup_tokens import PrefixIndex, Signatures, build_prefix_index, char_signatures, coarsen
+from verimod.data.neardup_tokens import Ints, PrefixIndex, Signatures, build_prefix_index, char_signatures, coarsen
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -135,8 +135,8 @@ class _Part:
     table: IntArray
     low: int
     high: int
-    length: IntArray
-    budget: IntArray
+    length: Ints
+    budget: Ints
 
     @classmethod
     def of(cls, index: PrefixIndex, lengths: IntArray, q: int, table: IntArray, low: int, high: int) -> _Part:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,8 @@ import numpy.typing as npt
 from verimod.data.neardup_bounds import prefix_lengths, token_counts
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
+#: Integer arrays of any width (int32 for compact per-entry data).
+Ints: TypeAlias = npt.NDArray[np.signedinteger[Any]]
 Signatures: TypeAlias = npt.NDArray[np.unsignedinteger]
 
 _CODE_SPACE = 0x110000  # every code point, lone surrogates included, is below this
@@ -62,9 +64,9 @@ class PrefixIndex:
 
     n_strings: int
     key: IntArray
-    string: npt.NDArray[np.int32]
-    position: npt.NDArray[np.int32]
-    offset: npt.NDArray[np.int32]
+    string: Ints
+    position: Ints
+    offset: Ints
     signature: Signatures
     coarse: Signatures
 
@@ -106,7 +108,7 @@ class _Grams:
     text ``offset``."""
 
     owner: IntArray
-    value: IntArray
+    value: Ints
     offset: IntArray
 
 
