@@ -135,25 +135,30 @@ def cold_variants(cold: list[str], n: int, seed: int) -> list[str]:
     return texts[:n]
 
 
-def fresh_sources(cold: list[str], count: int, seed: int) -> list[str]:
+def fresh_sources(cold: list[str], count: int, seed: int, chunk: int = 100_000) -> list[str]:
     """``count`` COLD texts, each with its characters relabelled within frequency bands (one
-    relabelling per source; see the module docstring)."""
+    relabelling per source; see the module docstring); in chunks of sources, to keep the
+    generation's memory below the join's."""
     rng = np.random.default_rng(seed)
     codes, frequency = np.unique(np.frombuffer("".join(cold).encode("utf-32-le"), dtype="<u4"), return_counts=True)
     by_frequency = codes[np.argsort(-frequency, kind="stable")]
     place = np.zeros(0x110000, dtype=np.int64)
     place[by_frequency] = np.arange(len(by_frequency))
-    chosen = [cold[i] for i in rng.integers(0, len(cold), count).tolist()]
-    lengths = np.fromiter(map(len, chosen), dtype=np.int64, count=count)
-    where = place[np.frombuffer("".join(chosen).encode("utf-32-le"), dtype="<u4")]
-    source = np.repeat(np.arange(count, dtype=np.uint64), lengths)
-    band, index = where // BAND, where % BAND
-    mixed = (source * np.uint64(0x9E3779B97F4A7C15)) ^ (band.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
-    rotation = (mixed >> np.uint64(40)).astype(np.int64)
-    size = np.minimum(BAND, len(by_frequency) - band * BAND)
-    text = by_frequency[band * BAND + (index + rotation) % size].astype("<u4").tobytes().decode("utf-32-le")
-    ends = np.cumsum(lengths).tolist()
-    return [text[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
+    picks = rng.integers(0, len(cold), count).tolist()
+    sources: list[str] = []
+    for first in range(0, count, chunk):
+        chosen = [cold[i] for i in picks[first : first + chunk]]
+        lengths = np.fromiter(map(len, chosen), dtype=np.int64, count=len(chosen))
+        where = place[np.frombuffer("".join(chosen).encode("utf-32-le"), dtype="<u4")]
+        source = np.repeat(np.arange(first, first + len(chosen), dtype=np.uint64), lengths)
+        band, index = where // BAND, where % BAND
+        mixed = (source * np.uint64(0x9E3779B97F4A7C15)) ^ (band.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+        rotation = (mixed >> np.uint64(40)).astype(np.int64)
+        size = np.minimum(BAND, len(by_frequency) - band * BAND)
+        text = by_frequency[band * BAND + (index + rotation) % size].astype("<u4").tobytes().decode("utf-32-le")
+        ends = np.cumsum(lengths).tolist()
+        sources += [text[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
+    return sources
 
 
 def fresh(cold: list[str], n: int, seed: int) -> list[str]:
