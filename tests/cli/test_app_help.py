@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from verimod.cli.app import app, build_command
-from verimod.cli.command_tree import safe_markup, walk
+from verimod.cli.command_tree import NAMED_MINIMUMS, safe_markup, walk
 
 ROOT = build_command()
 TREE = list(walk(ROOT))
@@ -130,6 +130,8 @@ def _bad_values(param, annotation) -> list[str]:
     step = 1 if annotation is int else 1e-6
     if info.min is not None:
         values.append(repr(annotation(info.min - step)))
+    elif annotation is int and param.name in NAMED_MINIMUMS:  # the CLI-wide convention
+        values.append(repr(NAMED_MINIMUMS[param.name] - 1))
     if info.max is not None:
         values.append(repr(annotation(info.max + step)))
     return values
@@ -149,6 +151,8 @@ def test_the_table_covers_every_numeric_option():
     assert (("data", "dedup"), "--threshold", "100.000001") in BAD_NUMBERS  # from the declared range
     assert (("data", "dedup"), "--threshold", "-1e-06") in BAD_NUMBERS
     assert (("data", "agree"), "--bootstrap", "-1") in BAD_NUMBERS
+    for convention in ((("report",), "--seed", "-1"), (("diagnose", "intervals"), "--bootstrap", "-1")):
+        assert convention in BAD_NUMBERS  # these ended in a numpy traceback
 
 
 @pytest.mark.parametrize(

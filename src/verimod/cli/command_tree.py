@@ -9,7 +9,10 @@
 - gives each command a one-paragraph ``short_help`` (in rich markup mode Typer keeps single
   line breaks in command listings, which wraps them mid-sentence);
 - makes every ``float`` parameter refuse ``nan`` and ``±inf`` (Click and pydantic accept them,
-  and a range test such as ``0 ≤ t ≤ 100`` is false for NaN only by accident of each check).
+  and a range test such as ``0 ≤ t ≤ 100`` is false for NaN only by accident of each check);
+- applies the CLI-wide conventions of :data:`NAMED_MINIMUMS` — every ``--seed`` and every
+  ``--bootstrap`` is a non-negative integer — where an option declares no range of its own
+  (numpy refuses negative seeds and resample counts with a traceback).
 
 :class:`VerimodGroup` is the root group class: it prepares the tree on every invocation (also
 under a test runner) and prints a usage error — an unknown option, a value of the wrong type or
@@ -37,6 +40,8 @@ from verimod.core.errors import one_line
 __all__ = ["VerimodGroup", "prepare", "safe_markup", "walk"]
 
 _PREPARED = "_verimod_prepared"
+#: Lowest value of every integer parameter of these names (unless it declares its own range).
+NAMED_MINIMUMS: dict[str, int] = {"seed": 0, "bootstrap": 0}
 
 
 def walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -100,6 +105,17 @@ def _finite(original: Callable[..., Any] | None) -> Callable[..., Any]:
     return check
 
 
+def _at_least(minimum: int, original: Callable[..., Any] | None) -> Callable[..., Any]:
+    """A parameter callback refusing integers below ``minimum``, then running ``original``."""
+
+    def check(ctx: _click.Context, param: Any, value: Any) -> Any:
+        if isinstance(value, int) and value < minimum:
+            raise _click.exceptions.BadParameter(f"must be ≥ {minimum}, got {value}", ctx=ctx, param=param)
+        return original(ctx, param, value) if original is not None else value
+
+    return check
+
+
 def _annotation(param: Any) -> Any:
     descriptor = getattr(param, "type_descriptor", None)
     return getattr(descriptor, "annotation", None)
@@ -120,6 +136,9 @@ def _prepare_command(command: Any) -> None:
         annotation = _annotation(param)
         if annotation is float or annotation in (list[float], tuple[float, ...]):
             param.callback = _finite(param.callback)
+        info = getattr(getattr(param, "type_descriptor", None), "parameter_info", None)
+        if annotation is int and param.name in NAMED_MINIMUMS and getattr(info, "min", None) is None:
+            param.callback = _at_least(NAMED_MINIMUMS[param.name], param.callback)
 
 
 def prepare(root: Any) -> Any:
