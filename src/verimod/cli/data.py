@@ -66,7 +66,7 @@ def normalize(
     text_field: TextField = "text",
     label_field: Annotated[
         str,
-        typer.Option(help="The label column: duplicates whose labels differ are reported as conflicts ('' : none)."),
+        typer.Option(help="The label column: duplicates whose labels differ are reported as conflicts ('' for none)."),
     ] = "label",
     config_file: Annotated[
         Path | None, typer.Option("--config", help="A JSON file of normalisation options (NormalizeConfig).")
