@@ -261,3 +261,22 @@ def io_lines(text):
     import io
 
     return io.StringIO(text, newline="").readlines()
+
+
+@pytest.mark.parametrize(
+    ("name", "rows"),
+    [
+        ("cold/train.csv", 25726),
+        ("cold/dev.csv", 6431),
+        ("cold/test.csv", 5323),
+        ("davidson/labeled_data.csv", 24783),  # tweets with line breaks: 26,953 lines of records
+        ("hatecheck-en/test_suite_cases.csv", 3728),
+        ("jade/jade_alignment_medium_zh.csv", 500),
+        ("swsr/SexComment.csv", 8969),
+        ("swsr/SexWeibo.csv", 1527),
+    ],
+)
+def test_the_strict_reader_reads_every_real_csv_whole(shared_data, name, rows):
+    stream = read_records(shared_data / name, encoding="auto")
+    assert len(list(stream)) == rows and not stream.skipped
+    assert stream.lines is not None and stream.lines.balanced and stream.lines.skipped == 0
