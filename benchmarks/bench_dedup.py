@@ -29,9 +29,10 @@ timed. Corpus models (``--model``):
   inserted and substituted characters are drawn with COLD's character frequencies.
 - ``cold-variants`` (the model of the first benchmark): COLD itself plus variants of random COLD
   texts (10 % with 1–2 edits, 90 % with 8–30 %). Every text beyond 37,480 is a copy of one of
-  37,480 sources, so the copies per source grow linearly with n: the number of qualifying pairs
-  grows as n^1.4 (t = 95) to n^1.8 (t = 80) and the same-source near misses as n², for any exact
-  method. It measures a corpus that is one data set copied 27 times (at 1M), not growth.
+  37,480 sources, so the copies per source grow linearly with n: the qualifying pairs grow as
+  n^1.4 (t = 95) to n^1.8 (t = 80), and the same-source near misses — copies just past the
+  threshold that share their rarest grams — as n², which no prefix filter can tell apart from
+  pairs. At 1M it is one data set copied 27 times over, not a growing corpus.
 
 Part ``run``: one ``near_duplicate_pairs`` call on a ``--model`` corpus of ``--n`` texts with
 ``--check-rows R``: exactness on R random rows (``process.cdist`` of those rows against all
