@@ -107,6 +107,8 @@ def test_help_markup_escaping_keeps_styles_and_shows_everything_else():
     assert safe_markup("pip install verimod[data]") == "pip install verimod\\[data]"
     assert safe_markup("[bold]x[/bold] and [/bold]") == "[bold]x[/bold] and \\[/bold]"
     assert safe_markup("[哈哈] stays, \\[escaped] stays") == "[哈哈] stays, \\[escaped] stays"
+    for text in ("a [default: 1]", "[bold]x[/bold] [/bold] [data]", "[i]a[/i] [哈哈]"):
+        assert safe_markup(safe_markup(text)) == safe_markup(text)  # preparing twice changes nothing
 
 
 # ---------------------------------------------------------------- numeric options: bad values
