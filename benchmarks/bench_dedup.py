@@ -1,31 +1,50 @@
-"""Exact near-duplicate join (``verimod.data.neardup``) against brute-force RapidFuzz.
+"""Exact near-duplicate join (``verimod.data.neardup``): brute-force check, and how it grows.
 
-    python benchmarks/bench_dedup.py                   # both parts
-    python benchmarks/bench_dedup.py --part cold       # COLD vs brute force only
-    python benchmarks/bench_dedup.py --part large --n 1000000 --check-rows 200
+    python benchmarks/bench_dedup.py --part cold                      # COLD vs brute force
+    python benchmarks/bench_dedup.py --part growth --sizes 100000,300000,1000000,3000000 --thresholds 95,80
+    python benchmarks/bench_dedup.py --part growth --model cold-variants --sizes 100000,300000
+    python benchmarks/bench_dedup.py --part run --n 1000000 --threshold 80 --check-rows 100
 
-Part 1 (``cold``): all 37,480 COLD texts (../shared/data/cold/{train,dev,test}.csv, UTF-8 with
-BOM, column TEXT, NFKC-normalised). Brute force is one ``process.cdist(texts, texts,
-scorer=fuzz.ratio, score_cutoff=t, workers=-1)`` call (a 37,480² float32 matrix: 5.6 GB); its
-upper triangle (the entries RapidFuzz accepts: non-zero) is compared with
+Part ``cold``: all 37,480 COLD texts (``--cold``, default ../shared/data/cold: train, dev and
+test, UTF-8 with BOM, column TEXT, NFKC-normalised). Brute force is one ``process.cdist(texts,
+texts, scorer=fuzz.ratio, score_cutoff=t, workers=-1)`` call (a 37,480² float32 matrix: 5.6 GB);
+its upper triangle (the entries RapidFuzz accepts: non-zero) is compared with
 ``near_duplicate_pairs`` — pairs, and scores at cdist's float32 — and the time ratio printed.
-``near_duplicate_pairs`` runs with ``workers=1`` (one thread), brute force on all cores.
 
-Part 2 (``large``): COLD plus seeded synthetic variants of COLD texts up to ``--n`` texts. A
-variant applies random substitutions, insertions and deletions to a random COLD text; inserted
-and substituted characters are drawn with COLD's own character frequencies (so variants keep
-the common characters that make candidate generation hard). A ``--close`` fraction of variants
-get 1–2 edits (mostly near-duplicates of their source and of each other at t = 95), the rest
-8–30 % of their length (not near-duplicates). Generation is not timed; peak RSS
-(``resource.getrusage``) covers the whole process (each part runs in its own process).
-``--check-rows R`` verifies exactness on R random rows: ``process.cdist`` of those rows against
-all texts must give exactly the pairs involving them.
+Part ``growth``: for each threshold and size, one ``deduplicate`` call in its own process (so
+the peak RSS is that run's), printing texts, distinct texts, pairs, candidates (pairs the prefix
+index produces after its length, position and offset tests), pairs compared by RapidFuzz,
+wall and CPU seconds (the process's own: the fair figure on a shared machine; RapidFuzz runs
+in one thread with the default ``--workers 1``) and peak RSS, and the growth exponent
+log(c₂/c₁)/log(n₂/n₁) of candidates and pairs between consecutive sizes. Generation is not
+timed. Corpus models (``--model``):
+
+- ``fresh`` (default): a corpus whose near-duplicates per text do not grow with its size, as in
+  a real one. Each *source* is a COLD text whose characters are relabelled within bands of 64
+  characters of similar COLD frequency (a relabelling drawn per source): it keeps the text's
+  length, repetitions and character-frequency profile — common characters stay common — but is
+  new content with new bigrams, as the next thousand comments of a platform would be. Each
+  source then gets k copies, P(k) = 2^−(k+1) (mean 1), each a *variant*: with probability 1/2
+  1–2 edits (a near-duplicate at t = 95 for most lengths), else edits on 8–30 % of its length;
+  inserted and substituted characters are drawn with COLD's character frequencies.
+- ``cold-variants`` (the model of the first benchmark): COLD itself plus variants of random COLD
+  texts (10 % with 1–2 edits, 90 % with 8–30 %). Every text beyond 37,480 is a copy of one of
+  37,480 sources, so the copies per source grow linearly with n: the qualifying pairs grow as
+  n^1.4 (t = 95) to n^1.8 (t = 80), and the same-source near misses — copies just past the
+  threshold that share their rarest grams — as n², which no prefix filter can tell apart from
+  pairs. At 1M it is one data set copied 27 times over, not a growing corpus.
+
+Part ``run``: one ``near_duplicate_pairs`` call on a ``--model`` corpus of ``--n`` texts with
+``--check-rows R``: exactness on R random rows (``process.cdist`` of those rows against all
+texts must give exactly the pairs involving them).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
+import math
 import random
 import resource
 import statistics
@@ -41,9 +60,10 @@ from rapidfuzz import fuzz, process
 from verimod.data.neardup import deduplicate, near_duplicate_pairs
 
 COLD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cold"
+BAND = 64
 
 
-def load_cold(folder: Path = COLD) -> list[str]:
+def load_cold(folder: Path) -> list[str]:
     texts: list[str] = []
     for split in ("train", "dev", "test"):
         with (folder / f"{split}.csv").open(encoding="utf-8-sig", newline="") as handle:
@@ -57,8 +77,7 @@ def accepted(block: np.ndarray, threshold: float) -> np.ndarray:
 
 
 def brute_force(texts: list[str], threshold: float) -> list[tuple[int, int, float]]:
-    """The upper triangle of one ``process.cdist(texts, texts, ...)`` call (float32 scores, the
-    default; RapidFuzz computes a symmetric matrix once per pair)."""
+    """The upper triangle of one ``process.cdist(texts, texts, ...)`` call (float32 scores)."""
     matrix = process.cdist(texts, texts, scorer=fuzz.ratio, score_cutoff=threshold, workers=-1)
     rows, cols = np.nonzero(accepted(matrix, threshold))
     upper = rows < cols
@@ -66,8 +85,8 @@ def brute_force(texts: list[str], threshold: float) -> list[tuple[int, int, floa
     return list(zip(rows.tolist(), cols.tolist(), matrix[rows, cols].tolist(), strict=True))
 
 
-def part_cold(threshold: float, repeat: int) -> None:
-    texts = load_cold()
+def part_cold(cold: Path, threshold: float, repeat: int) -> None:
+    texts = load_cold(cold)
     print(f"COLD: {len(texts):,} texts, {len(set(texts)):,} distinct, threshold {threshold:g}")
     times = []
     for _ in range(repeat):
@@ -102,18 +121,108 @@ def variant(source: str, edits: int, alphabet: str, rng: random.Random) -> str:
     return "".join(chars)
 
 
-def synthetic(n: int, close: float, seed: int) -> list[str]:
-    cold = load_cold()
+def _edits(source: str, light: bool, rng: random.Random) -> int:
+    return rng.randint(1, 2) if light else max(1, round(len(source) * rng.uniform(0.08, 0.30)))
+
+
+def cold_variants(cold: list[str], n: int, seed: int) -> list[str]:
     alphabet = "".join(cold)  # drawing a random position = drawing with COLD's character frequencies
     rng = random.Random(seed)
     texts = list(cold)
     while len(texts) < n:
         source = cold[rng.randrange(len(cold))]
-        light = rng.random() < close
-        edits = rng.randint(1, 2) if light else max(1, round(len(source) * rng.uniform(0.08, 0.30)))
-        texts.append(variant(source, edits, alphabet, rng))
+        texts.append(variant(source, _edits(source, rng.random() < 0.1, rng), alphabet, rng))
     rng.shuffle(texts)
     return texts[:n]
+
+
+def fresh_sources(cold: list[str], count: int, seed: int, chunk: int = 100_000) -> list[str]:
+    """``count`` COLD texts, each with its characters relabelled within frequency bands (one
+    relabelling per source; see the module docstring); in chunks of sources, to keep the
+    generation's memory below the join's."""
+    rng = np.random.default_rng(seed)
+    codes, frequency = np.unique(np.frombuffer("".join(cold).encode("utf-32-le"), dtype="<u4"), return_counts=True)
+    by_frequency = codes[np.argsort(-frequency, kind="stable")]
+    place = np.zeros(0x110000, dtype=np.int64)
+    place[by_frequency] = np.arange(len(by_frequency))
+    picks = rng.integers(0, len(cold), count).tolist()
+    sources: list[str] = []
+    for first in range(0, count, chunk):
+        chosen = [cold[i] for i in picks[first : first + chunk]]
+        lengths = np.fromiter(map(len, chosen), dtype=np.int64, count=len(chosen))
+        where = place[np.frombuffer("".join(chosen).encode("utf-32-le"), dtype="<u4")]
+        source = np.repeat(np.arange(first, first + len(chosen), dtype=np.uint64), lengths)
+        band, index = where // BAND, where % BAND
+        mixed = (source * np.uint64(0x9E3779B97F4A7C15)) ^ (band.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+        rotation = (mixed >> np.uint64(40)).astype(np.int64)
+        size = np.minimum(BAND, len(by_frequency) - band * BAND)
+        text = by_frequency[band * BAND + (index + rotation) % size].astype("<u4").tobytes().decode("utf-32-le")
+        ends = np.cumsum(lengths).tolist()
+        sources += [text[end - length : end] for end, length in zip(ends, lengths.tolist(), strict=True)]
+    return sources
+
+
+def fresh(cold: list[str], n: int, seed: int) -> list[str]:
+    alphabet = "".join(cold)
+    rng = random.Random(seed)
+    texts: list[str] = []
+    for source in fresh_sources(cold, n // 2 + 1, seed):
+        texts.append(source)
+        while rng.random() < 0.5:
+            texts.append(variant(source, _edits(source, rng.random() < 0.5, rng), alphabet, rng))
+    rng.shuffle(texts)
+    return texts[:n]
+
+
+def corpus(model: str, cold: Path, n: int, seed: int) -> list[str]:
+    texts = load_cold(cold)
+    return fresh(texts, n, seed) if model == "fresh" else cold_variants(texts, n, seed)
+
+
+def peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def one_growth_point(model: str, cold: Path, n: int, threshold: float, seed: int, workers: int) -> dict[str, float]:
+    texts = corpus(model, cold, n, seed)
+    started, cpu = time.perf_counter(), time.process_time()
+    report = deduplicate(texts, threshold, workers=workers).report
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
+    return {
+        "n": n,
+        "threshold": threshold,
+        "distinct": report.distinct,
+        "pairs": report.pairs,
+        "candidates": report.candidates,
+        "compared": report.compared,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "peak_mib": peak_mib(),
+    }
+
+
+def part_growth(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for threshold in (float(t) for t in args.thresholds.split(",")):
+        print(f"model {args.model}, threshold {threshold:g}, seed {args.seed}, workers {args.workers}")
+        print("        n   distinct      pairs   candidates  compared   seconds  CPU s  peak MiB  exp(cand) exp(pairs)")
+        previous: dict[str, float] | None = None
+        for n in sizes:
+            command = [sys.executable, __file__, "--part", "point", "--model", args.model, "--cold", str(args.cold)]
+            command += ["--n", str(n), "--threshold", str(threshold), "--seed", str(args.seed)]
+            command += ["--workers", str(args.workers)]
+            row = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+            growth = ""
+            if previous is not None:
+                step = math.log(n / previous["n"])
+                growth = f"{math.log(row['candidates'] / previous['candidates']) / step:10.2f}"
+                growth += f"  {math.log(row['pairs'] / previous['pairs']) / step:10.2f}"
+            print(
+                f"{n:>9,} {row['distinct']:>10,} {row['pairs']:>10,} {row['candidates']:>12,} {row['compared']:>9,}"
+                f" {row['seconds']:>9.1f} {row['cpu_seconds']:>6.1f} {row['peak_mib']:>9,.0f} {growth}",
+                flush=True,
+            )
+            previous = row
 
 
 def check_rows(texts: list[str], pairs: list[tuple[int, int, float]], threshold: float, rows: int, seed: int) -> bool:
@@ -132,49 +241,50 @@ def check_rows(texts: list[str], pairs: list[tuple[int, int, float]], threshold:
     return got == expected
 
 
-def part_large(n: int, threshold: float, close: float, seed: int, workers: int, rows: int) -> None:
+def part_run(args: argparse.Namespace) -> None:
     started = time.perf_counter()
-    texts = synthetic(n, close, seed)
+    texts = corpus(args.model, args.cold, args.n, args.seed)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     print(
-        f"synthetic: {len(texts):,} texts ({len(set(texts)):,} distinct, mean length {lengths.mean():.1f}, "
-        f"max {lengths.max()}), close fraction {close}, seed {seed}; generated in {time.perf_counter() - started:.1f} s"
+        f"{args.model}: {len(texts):,} texts ({len(set(texts)):,} distinct, mean length {lengths.mean():.1f}, "
+        f"max {lengths.max()}), seed {args.seed}; generated in {time.perf_counter() - started:.1f} s"
     )
     started = time.perf_counter()
-    pairs = near_duplicate_pairs(texts, threshold, workers=workers)
+    pairs = near_duplicate_pairs(texts, args.threshold, workers=args.workers)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        f"  near_duplicate_pairs (threshold {threshold:g}, workers={workers}): {len(pairs):,} pairs in {seconds:.1f} s"
-    )
-    print(f"  peak RSS {peak:,.0f} MiB (whole process, generation included)")
-    if rows:
+    print(f"  near_duplicate_pairs (threshold {args.threshold:g}, workers={args.workers}): ", end="")
+    print(f"{len(pairs):,} pairs in {seconds:.1f} s; peak RSS {peak_mib():,.0f} MiB (whole process)")
+    if args.check_rows:
         started = time.perf_counter()
-        ok = check_rows(texts, pairs, threshold, rows, seed)
-        print(f"  exact on {rows} random rows vs cdist(rows, all): {ok} ({time.perf_counter() - started:.1f} s)")
+        ok = check_rows(texts, pairs, args.threshold, args.check_rows, args.seed)
+        elapsed = time.perf_counter() - started
+        print(f"  exact on {args.check_rows} random rows vs cdist(rows, all): {ok} ({elapsed:.1f} s)")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["cold", "large", "both"], default="both")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--part", choices=["cold", "growth", "run", "point"], default="growth")
+    parser.add_argument("--cold", type=Path, default=COLD, help="the COLD folder (train/dev/test.csv)")
+    parser.add_argument("--model", choices=["fresh", "cold-variants"], default="fresh")
     parser.add_argument("--threshold", type=float, default=95.0)
+    parser.add_argument("--thresholds", default="95,80")
+    parser.add_argument("--sizes", default="100000,300000,1000000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--close", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=-1)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--check-rows", type=int, default=0)
     args = parser.parse_args(argv)
-    if not COLD.is_dir():
-        sys.exit(f"COLD data folder {COLD} is absent")
-    if args.part == "both":  # one process per part, so that each peak RSS is its own
-        rest = [arg for arg in (argv if argv is not None else sys.argv[1:]) if not arg.startswith("--part")]
-        for part in ("cold", "large"):
-            subprocess.run([sys.executable, __file__, "--part", part, *rest], check=True)
-    elif args.part == "cold":
-        part_cold(args.threshold, args.repeat)
+    if not args.cold.is_dir():
+        sys.exit(f"COLD data folder {args.cold} is absent")
+    if args.part == "cold":
+        part_cold(args.cold, args.threshold, args.repeat)
+    elif args.part == "growth":
+        part_growth(args)
+    elif args.part == "point":
+        print(json.dumps(one_growth_point(args.model, args.cold, args.n, args.threshold, args.seed, args.workers)))
     else:
-        part_large(args.n, args.threshold, args.close, args.seed, args.workers, args.check_rows)
+        part_run(args)
 
 
 if __name__ == "__main__":

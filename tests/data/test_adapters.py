@@ -596,3 +596,45 @@ def test_real_files_through_the_generic_converter(shared_data):
     )
     check_counts(davidson)
     assert davidson.converted == 24783 and davidson.references[0].id == "davidson-0"
+
+
+# ---------------------------------------------------------------- issue 18: headers and empty input
+
+
+@pytest.mark.parametrize(
+    ("adapter", "header", "missing"),
+    [
+        ("cold", "id,content,toxic", ""),
+        ("swsr", "id,content,toxic", "index"),
+        ("hatecheck", "id,content,toxic", "functionality"),
+        ("jade", "id,content,toxic", "ID"),
+        ("generic", "id,content", "text"),
+    ],
+)
+def test_a_header_only_file_of_another_format_is_refused_by_its_header(tmp_path, adapter, header, missing):
+    path = write(tmp_path / "SexComment.csv", header + "\n")
+    options = {"column_map": "text=text"} if adapter == "generic" else {}
+    with pytest.raises(InputError) as err:
+        convert(adapter, path, **options)
+    problem = err.value.problem
+    assert (problem.line, problem.field) == (1, missing) and "no data records" not in problem.message
+
+
+def test_the_right_header_without_rows_is_the_empty_input_error(tmp_path):
+    path = write(tmp_path / "test.csv", ",split,topic,label,fine-grained-label,TEXT\n")
+    with pytest.raises(InputError, match=r"no data records \(only a header line\)"):
+        convert("cold", path)
+    with pytest.raises(InputError, match=r"no data records \(the file is empty\)"):
+        convert("cold", write(tmp_path / "dev.csv", ""))
+
+
+def test_the_side_file_header_is_checked_too(tmp_path):
+    comments = write(
+        tmp_path / "SexComment.csv",
+        "index,weibo_id,comment_text,gender,location,like,date,label,category,target\n"
+        "0,7,女司机就是不行,女,北京,3,2020,1,SA,G\n",
+    )
+    posts = write(tmp_path / "SexWeibo.csv", "weibo,text\n")
+    with pytest.raises(InputError) as err:
+        convert("swsr", comments, posts=str(posts))
+    assert err.value.problem.path == str(posts) and err.value.problem.field == "weibo_id"

@@ -96,3 +96,60 @@ def test_auto_encoding_detects_gb18030_utf16_and_utf8(tmp_path):
     garbage.write_bytes(b'{"id": "\x80\x80"}\n')  # neither valid UTF-8 nor GB18030
     with pytest.raises(InputError, match="neither UTF-8 nor GB18030"):
         list(read_jsonl(garbage, encoding="auto"))
+
+
+# ---------------------------------------------------------------- issue 18: file modes
+
+
+def _mode(path):
+    import stat
+
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_get_the_mode_of_the_umask(tmp_path, umask, mode):
+    import os
+
+    old = os.umask(umask)
+    try:
+        write_jsonl(tmp_path / "a.jsonl", [{"a": 1}])
+        write_json(tmp_path / "deep" / "b.json", {"b": 2})
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "a.jsonl") == mode and _mode(tmp_path / "deep" / "b.json") == mode
+    assert not [p for p in tmp_path.rglob(".*.tmp")]  # no temporary file left behind
+
+
+def test_replacing_a_file_keeps_its_mode(tmp_path):
+    path = tmp_path / "a.jsonl"
+    write_jsonl(path, [{"a": 1}])
+    path.chmod(0o640)
+    write_jsonl(path, [{"a": 2}])
+    assert _mode(path) == 0o640 and list(read_jsonl(path)) == [(1, {"a": 2})]
+
+
+def test_the_html_report_gets_the_mode_of_the_umask(tmp_path, monkeypatch):
+    """The HTML report is written by the same atomic writer (report/html.py): 0644 under umask 022."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from tests.conftest import write_lines
+    from verimod.cli.app import app
+    from verimod.report.html import build_report
+    from verimod.tasks.varm.evaluate import load_run
+    from verimod.tasks.varm.starter import load_starter
+
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    test = load_starter("test")[:4]
+    data = write_lines(tmp_path / "data.jsonl", [r.model_dump(exclude_none=True) for r in test])
+    outputs = write_lines(tmp_path / "out.jsonl", [{"id": r.id, "output": r.cot} for r in test])
+    args = ["eval", "--model", f"scripted:{outputs}", "--data", str(data), "--runs-dir", str(tmp_path / "runs")]
+    assert CliRunner().invoke(app, args, catch_exceptions=False).exit_code == 0
+    old = os.umask(0o022)
+    try:
+        page = build_report([load_run(next((tmp_path / "runs").iterdir()))], tmp_path / "report.html")
+    finally:
+        os.umask(old)
+    assert _mode(page) == 0o644 and page.read_text(encoding="utf-8").startswith("<!")

@@ -7,6 +7,7 @@ import csv
 import doctest
 import random
 import unicodedata
+import zlib
 from collections import Counter
 from itertools import combinations, product
 
@@ -326,3 +327,129 @@ def test_deduplicate_reports_counts():
     assert isinstance(report, DedupReport)
     assert (report.texts, report.distinct, report.pairs, report.components, report.dropped) == (6, 4, 4, 2, 3)
     assert report.compared <= report.candidates and report.seconds >= 0 and report.rule == "longest"
+
+
+# ---------------------------------------------------------------- issue 18: bigrams, offsets, growth
+
+
+def _lcs_alignment(a, b):
+    """One optimal alignment of a and b: matched position pairs, increasing (a plain DP)."""
+    m, n = len(a), len(b)
+    table = [[0] * (n + 1) for _ in range(m + 1)]
+    for i in range(m - 1, -1, -1):
+        for j in range(n - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
+    pairs, i, j = [], 0, 0
+    while i < m and j < n:
+        if a[i] == b[j] and table[i][j] == table[i + 1][j + 1] + 1:
+            pairs.append((i, j))
+            i, j = i + 1, j + 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def _first_preserved(a, b, q, rank):
+    """Lemma 5 checked by hand: the first preserved q-gram occurrence of a (in (rank, offset)
+    order), its image in b, and the positions of both in their strings' orders."""
+    image = dict(_lcs_alignment(a, b))
+    preserved = {
+        s: image[s]
+        for s in range(len(a) - q + 1)
+        if all(s + k in image for k in range(q)) and all(image[s + k] == image[s] + k for k in range(q))
+    }
+    if not preserved:
+        return None
+    order_a = sorted(range(len(a) - q + 1), key=lambda s: (rank(a[s : s + q]), s))
+    order_b = sorted(range(len(b) - q + 1), key=lambda s: (rank(b[s : s + q]), s))
+    first = next(s for s in order_a if s in preserved)
+    return order_a.index(first), order_b.index(preserved[first]), first, preserved[first]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    a=st.text(alphabet=_ALPHABET, max_size=30),
+    b=st.text(alphabet=_ALPHABET, max_size=30),
+    t=st.floats(50, 100),
+    q=st.sampled_from([1, 2]),
+    salt=st.integers(0, 10),
+)
+def test_the_first_preserved_gram_passes_every_candidate_test(a, b, t, q, salt):
+    """Lemmas 3 and 5 of neardup_bounds on pairs RapidFuzz accepts: the q-gram overlap bound,
+    and the positions and offsets of the first preserved gram, whatever the ranking of grams."""
+    from verimod.data.neardup_bounds import overlap_table, token_counts
+
+    if len(a) > len(b):
+        a, b = b, a
+    if a == b or not fuzz.ratio(a, b, score_cutoff=t):
+        return
+    m, n = len(a), len(b)
+    total = m + n
+    table = overlap_table(n, t, q)
+    grams = lambda s: Counter(s[k : k + q] for k in range(len(s) - q + 1))  # noqa: E731
+    assert sum((grams(a) & grams(b)).values()) >= min_overlap(np.array([total]), t, q)[0]
+    if table[total] < 1:
+        return  # no preserved gram is guaranteed: the pair belongs to the character part
+    found = _first_preserved(a, b, q, lambda g: (zlib.crc32(f"{g}{salt}".encode()) % 7, g))
+    assert found is not None
+    i, j, s, s_b = found
+    slack = max_indel(np.array([total]), t)[0]
+    tokens = token_counts(np.array([m, n]), q)
+    assert table[total] <= tokens[0] - i and table[total] <= tokens[1] - j
+    assert (n - m) - slack <= 2 * (s_b - s) <= (n - m) + slack
+    short, long = prefix_lengths(np.array([m, n]), t, q, table)
+    assert i < short[0] and j < long[1]
+
+
+def _zipf_corpus(n, seed=0):
+    """Sources of 20–60 characters drawn from a Zipf-weighted alphabet of 3,000 (a few characters
+    are in every text), each with 0–2 copies one substitution away: the number of near-duplicates
+    per text does not grow with n, as in a real corpus."""
+    rng = random.Random(seed)
+    alphabet = [chr(0x4E00 + k) for k in range(3000)]
+    weights = [1 / (k + 1) for k in range(3000)]
+    texts = []
+    while len(texts) < n:
+        source = rng.choices(alphabet, weights, k=rng.randint(20, 60))
+        texts.append("".join(source))
+        for _ in range(rng.choice((0, 0, 1, 2))):
+            copy = list(source)
+            copy[rng.randrange(len(copy))] = rng.choices(alphabet, weights)[0]
+            texts.append("".join(copy))
+    return texts[:n]
+
+
+@pytest.mark.parametrize("threshold", [95.0, 90.0])
+def test_candidates_grow_sub_quadratically(threshold):
+    """4× the texts: the pairs grow 4×, the candidates at most 4^1.3 ≈ 6.1× (character posting
+    lists over a fixed alphabet gave 10.6× at 95 and 13× at 90 here)."""
+    small, large = (deduplicate(_zipf_corpus(n), threshold).report for n in (4000, 16000))
+    assert 3.5 < large.pairs / small.pairs < 4.5
+    assert large.candidates / small.candidates <= 4**1.3, (small.candidates, large.candidates)
+
+
+@pytest.mark.parametrize("threshold", [95.0, 90.0, 80.0])
+def test_random_corpus_with_variants_matches_brute_force(threshold):
+    texts = _zipf_corpus(3000, seed=5)
+    rng = random.Random(threshold)
+    for _ in range(300):  # heavier edits too: near misses at every threshold
+        chars = list(rng.choice(texts))
+        for _ in range(rng.randint(1, 8)):
+            position = rng.randrange(len(chars))
+            if rng.random() < 0.5:
+                chars.insert(position, chr(0x4E00 + rng.randrange(3000)))
+            else:
+                del chars[position]
+        texts.append("".join(chars))
+    expected = brute_pairs(texts, threshold)
+    assert near_duplicate_pairs(texts, threshold) == expected and len(expected) > 500
+
+
+@pytest.mark.parametrize("threshold", [95.0, 90.0, 80.0])
+def test_real_cold_texts_match_brute_force(shared_data, threshold):
+    texts = _cold_texts(shared_data)
+    sample = _likely_neighbours(texts, 6000, seed=threshold)
+    expected = brute_pairs(sample, threshold)
+    assert near_duplicate_pairs(sample, threshold) == expected and len(expected) > 50

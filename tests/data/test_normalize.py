@@ -260,7 +260,7 @@ def test_filters_remove_with_reasons_and_keep_other_fields():
         {"id": 7, "text": None},
     ]
     rejected: list[Rejected] = []
-    config = NormalizeConfig(keep_original="raw", missing_text="reject")
+    config = NormalizeConfig(keep_original="raw", missing_text="reject", min_length=15)
     kept, report = normalize_records(records, config=config, on_reject=rejected.append)
     assert report.complete is False
     kept = list(kept)
@@ -324,12 +324,40 @@ def test_text_length(text, length):
     assert text_length(text, PLACEHOLDERS) == length
 
 
-def test_min_length_boundary_and_off():
+def test_min_length_boundary_and_off_by_default():
     fifteen, fourteen = "一二三四五六七八九十一二三四五", "一二三四五六七八九十一二三四"
-    kept, report = normalize_records([{"text": fifteen}, {"text": fourteen + " "}])
+    config = NormalizeConfig(min_length=15)
+    kept, report = normalize_records([{"text": fifteen}, {"text": fourteen + " "}], config=config)
     assert [r["text"] for r in kept] == [fifteen] and report.removed["too_short"] == 1
-    kept, _ = normalize_records([{"text": "短"}], config=NormalizeConfig(min_length=0))
-    assert [r["text"] for r in kept] == ["短"]
+    kept, _ = normalize_records([{"text": "这中男人就是垃圾[酷]"}, {"text": "短"}])  # the default: no floor
+    assert [r["text"] for r in kept] == ["这中男人就是垃圾[酷]", "短"] and NormalizeConfig().min_length == 0
+    emoticon, _ = normalize_records([{"text": "这中男人就是垃圾[酷]"}], config=NormalizeConfig(min_length=10))
+    assert list(emoticon) == []  # 8 characters + one emoticon = 9 < 10: [酷] counts one, not three
+
+
+def test_duplicates_with_another_label_are_conflicts():
+    normalizer = Normalizer(source="in.jsonl")
+    text = "同样的一条评论内容"
+    assert normalizer.process({"text": text, "label": "1"}, line=2)[1] is None
+    same = normalizer.process({"text": text, "label": "1"}, line=3)[1]
+    other = normalizer.process({"text": text + " ", "label": "0"}, line=5)[1]
+    unlabelled = normalizer.process({"text": text}, line=6)[1]
+    assert normalizer.process({"text": "另一条评论"}, line=7)[1] is None
+    labelled_later = normalizer.process({"text": "另一条评论", "label": "1"}, line=8)[1]
+    assert same is not None and same.detail == "same text as record 2"
+    assert other is not None and other.reason == "duplicate" and "another label ('1' kept, '0' here)" in other.detail
+    assert unlabelled is not None and unlabelled.detail == "same text as record 2"  # no label lost with it
+    assert labelled_later is not None and "another label (None kept, '1' here)" in labelled_later.detail
+    report = normalizer.finish()
+    assert (report.removed["duplicate"], report.duplicate_conflicts, report.conflict_groups) == (4, 2, 2)
+    assert [(c.kept_line, c.line, c.kept_label, c.label) for c in normalizer.conflicts] == [
+        (2, 5, "1", "0"),
+        (7, 8, None, "1"),
+    ]
+    plain = Normalizer(label_field=None)
+    plain.process({"text": text, "label": "1"})
+    plain.process({"text": text, "label": "0"})
+    assert plain.finish().duplicate_conflicts == 0  # no label field: duplicates only
 
 
 def test_duplicates_are_judged_after_normalisation_and_the_first_is_kept():
@@ -478,10 +506,10 @@ def test_real_cold_test_split(shared_data):
     kept = list(kept)
     assert report.complete and report.records_in == 5323 == len(kept) + len(rejected)
     assert report.records_in == report.records_out + sum(report.removed.values())
-    assert 4000 < len(kept) < 5323 and report.removed["too_short"] > 0 and report.removed["duplicate"] > 0
+    assert 5000 < len(kept) < 5323 and report.removed["too_short"] == 0 and report.removed["duplicate"] > 0
     texts = [r["TEXT"] for r in kept]
     assert len(set(texts)) == len(texts)
-    assert all(text_length(t, PLACEHOLDERS) >= 15 for t in texts)
+    assert min(text_length(t, PLACEHOLDERS) for t in texts) < 15  # short comments are kept by default
     for record in kept:
         text, raw = record["TEXT"], record["raw"]
         assert set(record) == {"", "split", "topic", "label", "fine-grained-label", "TEXT", "raw"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated
 
 import typer
@@ -15,6 +14,7 @@ from verimod.cli import eval as eval_cli
 from verimod.cli import exports as exports_cli
 from verimod.cli import imports as imports_cli
 from verimod.cli import sweep as sweep_cli
+from verimod.cli.command_tree import VerimodGroup, prepare
 
 app = typer.Typer(
     name="verimod",
@@ -23,6 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=VerimodGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -59,23 +60,12 @@ exports_cli.register(app)
 sweep_cli.register(app)
 
 
-def one_paragraph_summaries(command: typer.core.TyperCommand | typer.core.TyperGroup) -> None:
-    """Give every command in the tree a one-paragraph ``short_help`` (the first docstring paragraph
-    with its line breaks joined): in rich markup mode Typer keeps single line breaks in command
-    listings, which wraps them mid-sentence."""
-    if command.help and not command.short_help:
-        command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
-    if isinstance(command, typer.core.TyperGroup):
-        for sub in command.commands.values():
-            one_paragraph_summaries(sub)  # type: ignore[arg-type]
-
-
 def build_command() -> typer.core.TyperCommand | typer.core.TyperGroup:
-    """The root application as a Click command, with tidy command listings."""
+    """The root application as a Click command, prepared (:mod:`verimod.cli.command_tree`):
+    help texts safe for Rich markup, one-paragraph listings, finite floats."""
     command = typer.main.get_command(app)
     assert isinstance(command, typer.core.TyperCommand | typer.core.TyperGroup)
-    one_paragraph_summaries(command)
-    return command
+    return prepare(command)
 
 
 def main() -> None:

@@ -1,70 +1,63 @@
-"""``verimod data``: data-set construction — normalize, dedup, split, leakage, agree, convert."""
+"""``verimod data``: data-set construction — normalize, dedup, split, leakage, agree, convert.
+
+Every option is checked before any file is read (:mod:`verimod.cli.data_options`), and every
+command follows one rule for empty input: a file without a data record (empty, a header or blank
+lines only, or every record skipped by ``--on-error skip``) is an error, exit code 2, and no
+output is written.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
 from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.cli.data_options import (
+    EncodingOpt,
+    FormatOpt,
+    OnErrorOpt,
+    ReportOpt,
+    SeedOpt,
+    TextField,
+    Threshold,
+    WorkersOpt,
+    check_encoding,
+    emit_report,
+    format_score,
+    load_table,
+    texts_of,
+)
 from verimod.core.errors import InputError, one_line
-from verimod.data.jsonl import write_json, write_jsonl
+from verimod.data.jsonl import write_jsonl
 from verimod.data.neardup import cross_pairs, deduplicate
-from verimod.data.records import FORMATS, read_records
-from verimod.data.split import split_records, strata_of
+from verimod.data.split import resolve_sizes, sizes_are_counts, split_records, strata_of
 
 data_app = typer.Typer(
-    help="Data-set construction: normalize, dedup, split, leakage, agree, convert.", no_args_is_help=True
+    help="Data-set construction: normalize, dedup, split, leakage, agree, convert, profile, export.",
+    no_args_is_help=True,
 )
 
-TextField = Annotated[str, typer.Option("--text-field", help="The column or key holding the text.")]
-Threshold = Annotated[float, typer.Option(help="Near-duplicate threshold: RapidFuzz fuzz.ratio ≥ this (0–100).")]
-FormatOpt = Annotated[
-    str | None, typer.Option("--format", help=f"Input format ({', '.join(FORMATS)}); default: by name.")
-]
-EncodingOpt = Annotated[
-    str, typer.Option("--encoding", help="Input encoding: auto (UTF-8, UTF-16 or GB18030 detected) or a codec name.")
-]
-OnErrorOpt = Annotated[str, typer.Option("--on-error", help="Malformed rows: fail (exit 2) or skip (counted).")]
 
-
-def load_table(
-    path: Path, fmt: str | None, encoding: str, on_error: str
-) -> tuple[list[tuple[int, dict[str, Any]]], int]:
-    """Every record of a tabular file (with its line), and how many malformed rows were skipped
-    (each reported on stderr)."""
-    if on_error not in ("fail", "skip"):
-        raise InputError.at("--on-error", None, None, f"choose fail or skip, got {on_error!r}")
-    stream = read_records(path, fmt, None if encoding == "utf-8" else encoding, on_error)  # type: ignore[arg-type]
-    rows = list(stream)
-    for problem in stream.skipped:
-        typer.echo(f"skipped: {one_line(str(problem))}", err=True)
-    return rows, len(stream.skipped)
-
-
-def texts_of(path: Path, rows: Sequence[tuple[int, dict[str, Any]]], field: str) -> list[str]:
-    """The text of every record; a missing or non-string text is an error naming its line."""
-    texts = []
-    for line, row in rows:
-        value = row.get(field)
-        if not isinstance(value, str):
-            what = "missing" if value is None else f"not a string ({type(value).__name__})"
-            raise InputError.at(str(path), line, field, f"{what}; choose the text column with --text-field")
-        texts.append(value)
-    return texts
-
-
-def _emit(report: dict[str, Any], target: str | None) -> None:
-    if target == "-":
-        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
-    elif target:
-        write_json(target, report)
+def _pair_rows(
+    pairs: list[tuple[int, int, float]], left: list[tuple[int, dict[str, Any]]], right: list[tuple[int, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Pairs as JSON rows: the line and id of each side and the exact score (full precision)."""
+    return [
+        {
+            "line_a": left[i][0],
+            "line_b": right[j][0],
+            "id_a": left[i][1].get("id"),
+            "id_b": right[j][1].get("id"),
+            "score": score,
+        }
+        for i, j, score in pairs
+    ]
 
 
 @data_app.command("normalize")
@@ -72,21 +65,34 @@ def normalize(
     source: Annotated[Path, typer.Argument(help="Input file (CSV, TSV, JSON, JSONL, Parquet).")],
     out: Annotated[Path, typer.Argument(help="Output: the kept, normalised records (JSONL).")],
     text_field: TextField = "text",
+    label_field: Annotated[
+        str,
+        typer.Option(help="The label column: duplicates whose labels differ are reported as conflicts ('' for none)."),
+    ] = "label",
     config_file: Annotated[
         Path | None, typer.Option("--config", help="A JSON file of normalisation options (NormalizeConfig).")
     ] = None,
     min_length: Annotated[
-        int | None, typer.Option(help="Remove texts shorter than this [default: 15; 0: off].")
+        int | None,
+        typer.Option(
+            min=0, help="Remove texts shorter than this (an emoticon such as [酷] counts one) [default: 0: off]."
+        ),
     ] = None,
     emoji: Annotated[bool | None, typer.Option("--emoji/--keep-emoji", help="Remove emoji [default: keep].")] = None,
     emoticons: Annotated[
         bool | None, typer.Option("--emoticons/--keep-emoticons", help="Remove [哈哈]-style emoticons [default: keep].")
     ] = None,
     t2s: Annotated[
-        bool | None, typer.Option("--t2s/--no-t2s", help="Traditional → Simplified (OpenCC; verimod[data]).")
+        bool | None,
+        typer.Option("--t2s/--no-t2s", help="Traditional → Simplified (OpenCC; verimod[data]) [default: no-t2s]."),
     ] = None,
-    topics: Annotated[str | None, typer.Option(help="#话题#: unwrap (default) | keep | remove.")] = None,
-    punctuation: Annotated[str | None, typer.Option(help="keep (default) | ascii | cjk.")] = None,
+    topics: Annotated[
+        Literal["unwrap", "keep", "remove"] | None,
+        typer.Option(help="#话题#: unwrap, keep or remove [default: unwrap]."),
+    ] = None,
+    punctuation: Annotated[
+        Literal["keep", "ascii", "cjk"] | None, typer.Option(help="Punctuation: keep, ascii or cjk [default: keep].")
+    ] = None,
     identifiers: Annotated[
         bool,
         typer.Option("--identifiers/--keep-identifiers", help="Replace phones, e-mails, IDs, QQ/WeChat, @handles."),
@@ -95,15 +101,22 @@ def normalize(
     duplicates: Annotated[bool, typer.Option("--dedup/--keep-duplicates", help="Remove exact duplicates.")] = True,
     keep_original: Annotated[str | None, typer.Option(help="Also keep the original text in this field.")] = None,
     rejects: Annotated[Path | None, typer.Option(help="Write removed records with their reason (JSONL).")] = None,
-    report_out: Annotated[str | None, typer.Option("--report", help="Write the report as JSON ('-': stdout).")] = None,
+    conflicts: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write every copy of each duplicate text whose labels differ (JSONL; the first copy is kept)."
+        ),
+    ] = None,
+    report_out: ReportOpt = None,
     fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
     on_error: OnErrorOpt = "fail",
     quiet: QuietOption = False,
 ) -> None:
     """Normalise texts (NFKC keeping Chinese punctuation, markup and URLs out, identifiers to
-    placeholders, whitespace) and remove short, symbol-only, spam and duplicate records —
-    every change and removal counted, removed records kept in --rejects.
+    placeholders, whitespace) and remove empty, symbol-only, spam and duplicate records — every
+    change and removal counted, removed records kept in --rejects, duplicates with conflicting
+    labels counted and kept in --conflicts. No length floor unless --min-length is given.
 
     Example: [bold]verimod data normalize raw.csv clean.jsonl --text-field TEXT --rejects rejects.jsonl[/bold]
     """
@@ -114,8 +127,10 @@ def normalize(
         if config_file is not None:
             try:
                 options = json.loads(config_file.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise InputError.at(str(config_file), None, None, f"not a readable JSON file: {exc}") from None
+            if not isinstance(options, dict):
+                raise InputError.at(str(config_file), None, None, "expected a JSON object of options")
         flags = {
             "min_length": min_length,
             "emoji": emoji,
@@ -134,19 +149,17 @@ def normalize(
         options["drop_duplicates"] = options.get("drop_duplicates", True) and duplicates
         try:
             config = NormalizeConfig.model_validate(options)
-        except ValueError as exc:
-            raise InputError.at(str(config_file or "options"), None, None, one_line(str(exc))) from None
-        rows, skipped = load_table(source, fmt, encoding, on_error)
-        try:
-            normalizer = Normalizer(config, text_field, str(source))
+            normalizer = Normalizer(config, text_field, str(source), label_field or None)
         except (ValueError, ImportError) as exc:
-            raise InputError.at("options", None, None, one_line(str(exc))) from None
-        kept, removed = [], []
+            raise InputError.at(str(config_file or "options"), None, None, one_line(str(exc))) from None
+        loaded = load_table(source, fmt, encoding, on_error)
+        kept: list[tuple[int, dict[str, Any]]] = []
+        removed: list[dict[str, Any]] = []
         try:
-            for line, row in rows:
+            for line, row in loaded.rows:
                 record, rejected = normalizer.process(row, line)
                 if rejected is None:
-                    kept.append(record)
+                    kept.append((line, record))
                 else:
                     removed.append(
                         {"line": line, "reason": rejected.reason, "detail": rejected.detail, "record": record}
@@ -154,13 +167,51 @@ def normalize(
         except ImportError as exc:  # OpenCC missing: one line, exit 2
             raise InputError.at("--t2s", None, None, one_line(str(exc))) from None
         report = normalizer.finish()
-    write_jsonl(out, kept)
+    write_jsonl(out, (record for _, record in kept))
     if rejects is not None:
         write_jsonl(rejects, removed)
-    _emit({**report.model_dump(mode="json"), "skipped_rows": skipped}, report_out)
+    if conflicts is not None:
+        write_jsonl(conflicts, _conflict_rows(normalizer.conflicts, kept, removed, label_field))
+    emit_report({**report.model_dump(mode="json"), **loaded.counts()}, report_out)
     if not quiet and report_out != "-":
         for text in report.lines():
             console.print(text, highlight=False)
+        if report.duplicate_conflicts and conflicts is None:
+            console.print("  (--conflicts FILE writes every copy of those texts with its label)", highlight=False)
+
+
+def _conflict_rows(
+    found: list[Any], kept: list[tuple[int, dict[str, Any]]], removed: list[dict[str, Any]], label_field: str
+) -> list[dict[str, Any]]:
+    """Every copy of each text with conflicting labels: the kept one first, then the removed ones,
+    groups numbered in the order of their kept copy."""
+    kept_at = dict(kept)
+    removed_at = {row["line"]: row["record"] for row in removed}
+    groups: dict[int, list[int]] = {}
+    for conflict in found:
+        groups.setdefault(conflict.kept_line, []).append(conflict.line)
+    rows = []
+    for number, (first, others) in enumerate(sorted(groups.items()), 1):
+        rows.append(
+            {
+                "group": number,
+                "line": first,
+                "kept": True,
+                "label": kept_at[first].get(label_field),
+                "record": kept_at[first],
+            }
+        )
+        rows += [
+            {
+                "group": number,
+                "line": line,
+                "kept": False,
+                "label": removed_at[line].get(label_field),
+                "record": removed_at[line],
+            }
+            for line in others
+        ]
+    return rows
 
 
 @data_app.command("dedup")
@@ -168,11 +219,13 @@ def dedup(
     source: Annotated[Path, typer.Argument(help="Input file (CSV, TSV, JSON, JSONL, Parquet).")],
     threshold: Threshold = 95.0,
     text_field: TextField = "text",
-    rule: Annotated[str, typer.Option(help="Which text of a component to keep: first | longest.")] = "first",
+    rule: Annotated[
+        Literal["first", "longest"], typer.Option(help="Which text of a component to keep: first or longest.")
+    ] = "first",
     out: Annotated[Path | None, typer.Option(help="Write the kept records (JSONL).")] = None,
     pairs_out: Annotated[Path | None, typer.Option("--pairs", help="Write the near-duplicate pairs (JSONL).")] = None,
-    report_out: Annotated[str | None, typer.Option("--report", help="Write the report as JSON ('-': stdout).")] = None,
-    workers: Annotated[int, typer.Option(help="Processes for large inputs.")] = 1,
+    report_out: ReportOpt = None,
+    workers: WorkersOpt = 1,
     fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
     on_error: OnErrorOpt = "fail",
@@ -185,30 +238,14 @@ def dedup(
     Example: [bold]verimod data dedup comments.csv --text-field TEXT --threshold 95 --out kept.jsonl[/bold]
     """
     with bad_input_exits():
-        rows, skipped = load_table(source, fmt, encoding, on_error)
-        texts = texts_of(source, rows, text_field)
-        if rule not in ("first", "longest"):
-            raise InputError.at("--rule", None, None, f"choose first or longest, got {rule!r}")
-        result = deduplicate(texts, threshold, rule=rule, workers=workers)  # type: ignore[arg-type]
-    lines = [line for line, _ in rows]
+        loaded = load_table(source, fmt, encoding, on_error)
+        result = deduplicate(texts_of(source, loaded.rows, text_field), threshold, rule=rule, workers=workers)
+    rows = loaded.rows
     if pairs_out is not None:
-        write_jsonl(
-            pairs_out,
-            (
-                {
-                    "line_a": lines[i],
-                    "line_b": lines[j],
-                    "id_a": rows[i][1].get("id"),
-                    "id_b": rows[j][1].get("id"),
-                    "score": round(score, 4),
-                }
-                for i, j, score in result.pairs
-            ),
-        )
+        write_jsonl(pairs_out, _pair_rows(result.pairs, rows, rows))
     if out is not None:
         write_jsonl(out, (row for (_, row), keep in zip(rows, result.keep, strict=True) if keep))
-    report = {**dataclasses.asdict(result.report), "skipped_rows": skipped}
-    _emit(report, report_out)
+    emit_report({**dataclasses.asdict(result.report), **loaded.counts()}, report_out)
     if not quiet and report_out != "-":
         r = result.report
         console.print(
@@ -219,6 +256,25 @@ def dedup(
         )
 
 
+def _split_plan(sizes: str, names: str | None) -> tuple[list[float], list[str]]:
+    """The split sizes and names, checked before any data is read."""
+    try:
+        size_list = [float(part) for part in sizes.split(",")]
+    except ValueError:
+        raise InputError.at("--sizes", None, None, f"not a comma-separated list of numbers: {sizes!r}") from None
+    try:
+        sizes_are_counts(size_list)
+    except ValueError as exc:
+        raise InputError.at("--sizes", None, None, str(exc)) from None
+    if names:
+        name_list = [name.strip() for name in names.split(",")]
+    else:
+        name_list = ["train", "test"] if len(size_list) == 2 else ["train", "dev", "test"][: len(size_list)]
+    if len(name_list) != len(size_list) or len(set(name_list)) != len(name_list) or not all(name_list):
+        raise InputError.at("--names", None, None, f"give {len(size_list)} distinct non-empty names, one per size")
+    return size_list, name_list
+
+
 @data_app.command("split")
 def split(
     source: Annotated[Path, typer.Argument(help="Input file (CSV, TSV, JSON, JSONL, Parquet).")],
@@ -227,13 +283,15 @@ def split(
     stratify: Annotated[
         str, typer.Option(help="Fields whose value combinations keep their shares.")
     ] = "label,category",
-    seed: Annotated[int, typer.Option(help="Seed of the assignment.")] = 0,
+    seed: SeedOpt = 0,
     threshold: Threshold = 95.0,
-    tolerance: Annotated[float, typer.Option(help="Largest stratum drift (points) before it is reported.")] = 1.0,
+    tolerance: Annotated[
+        float, typer.Option(min=0.0, help="Largest stratum drift (points) before it is reported.")
+    ] = 1.0,
     text_field: TextField = "text",
     out: Annotated[Path | None, typer.Option(help="Write every record with its 'split' (JSONL).")] = None,
     out_dir: Annotated[Path | None, typer.Option(help="Write one JSONL file per split into this folder.")] = None,
-    report_out: Annotated[str | None, typer.Option("--report", help="Write the report as JSON ('-': stdout).")] = None,
+    report_out: ReportOpt = None,
     fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
     on_error: OnErrorOpt = "fail",
@@ -244,37 +302,25 @@ def split(
 
     Example: [bold]verimod data split varm.jsonl --sizes 5600,800,1600 --stratify label,category
     --seed 13 --out-dir splits/[/bold]
-    --seed 13 --out-dir splits/[/bold]
     """
     with bad_input_exits():
-        rows, skipped = load_table(source, fmt, encoding, on_error)
-        texts = texts_of(source, rows, text_field)
+        size_list, name_list = _split_plan(sizes, names)
+        loaded = load_table(source, fmt, encoding, on_error)
+        texts = texts_of(source, loaded.rows, text_field)
         try:
-            size_list = [float(s) for s in sizes.split(",") if s.strip()]
-        except ValueError:
-            raise InputError.at("--sizes", None, None, f"not a list of numbers: {sizes!r}") from None
-        name_list = (
-            names.split(",")
-            if names
-            else (["train", "test"] if len(size_list) == 2 else ["train", "dev", "test"][: len(size_list)])
-        )
-        if len(name_list) != len(size_list):
-            raise InputError.at("--names", None, None, f"give {len(size_list)} names, one per size")
-        fields = [f for f in stratify.split(",") if f]
-        try:
-            assigned, report = split_records(
-                texts, strata_of([r for _, r in rows], fields), size_list, name_list, seed, threshold, tolerance, fields
-            )
+            resolve_sizes(size_list, len(texts))
         except ValueError as exc:
-            raise InputError.at("--sizes", None, None, str(exc)) from None
-    records = [{**row, "split": name} for (_, row), name in zip(rows, assigned, strict=True)]
+            raise InputError.at("--sizes", None, None, f"{exc} in {source}") from None
+        fields = [f for f in stratify.split(",") if f]
+        strata = strata_of([r for _, r in loaded.rows], fields)
+        assigned, report = split_records(texts, strata, size_list, name_list, seed, threshold, tolerance, fields)
+    records = [{**row, "split": name} for (_, row), name in zip(loaded.rows, assigned, strict=True)]
     if out is not None:
         write_jsonl(out, records)
     if out_dir is not None:
         for name in name_list:
             write_jsonl(out_dir / f"{name}.jsonl", (r for r in records if r["split"] == name))
-    payload = {**report.model_dump(), "skipped_rows": skipped}
-    _emit(payload, report_out)
+    emit_report({**report.model_dump(), **loaded.counts()}, report_out)
     if not quiet and report_out != "-":
         table = Table(title=f"split of {source.name} (seed {seed}, components at ≥ {threshold:g}; % per stratum)")
         table.add_column("stratum")
@@ -301,27 +347,22 @@ def leakage(
     text_field: TextField = "text",
     pairs_out: Annotated[Path | None, typer.Option("--pairs", help="Write the pairs (JSONL).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the pairs as JSON.")] = False,
+    workers: WorkersOpt = 1,
+    fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
+    on_error: OnErrorOpt = "fail",
     quiet: QuietOption = False,
 ) -> None:
-    """Near-duplicate pairs across two files (exit code 1 when there is any).
+    """Near-duplicate pairs across two files (exit code 1 when there is any; --format,
+    --encoding and --on-error apply to both files).
 
     Example: [bold]verimod data leakage train.jsonl test.jsonl --threshold 95[/bold]
     """
     with bad_input_exits():
-        rows_a, _ = load_table(first, None, encoding, "fail")
-        rows_b, _ = load_table(second, None, encoding, "fail")
-        pairs = cross_pairs(texts_of(first, rows_a, text_field), texts_of(second, rows_b, text_field), threshold)
-    found = [
-        {
-            "line_a": rows_a[i][0],
-            "line_b": rows_b[j][0],
-            "id_a": rows_a[i][1].get("id"),
-            "id_b": rows_b[j][1].get("id"),
-            "score": round(score, 4),
-        }
-        for i, j, score in pairs
-    ]
+        left = load_table(first, fmt, encoding, on_error)
+        right = load_table(second, fmt, encoding, on_error)
+        texts_a, texts_b = texts_of(first, left.rows, text_field), texts_of(second, right.rows, text_field)
+        found = _pair_rows(cross_pairs(texts_a, texts_b, threshold, workers), left.rows, right.rows)
     if pairs_out is not None:
         write_jsonl(pairs_out, found)
     if as_json:
@@ -329,7 +370,8 @@ def leakage(
     elif not quiet:
         for pair in found[:50]:
             console.print(
-                f"{first}:{pair['line_a']} ~ {second}:{pair['line_b']}  fuzz.ratio {pair['score']:.1f}", highlight=False
+                f"{first}:{pair['line_a']} ~ {second}:{pair['line_b']}  fuzz.ratio {format_score(pair['score'])}",
+                highlight=False,
             )
         more = " (first 50 shown; --pairs FILE writes all)" if len(found) > 50 else ""
         console.print(f"{len(found)} near-duplicate pair(s) across the two files at ≥ {threshold:g}{more}")
@@ -340,10 +382,17 @@ def leakage(
 @data_app.command("agree")
 def agree(
     source: Annotated[Path, typer.Argument(help="Annotations JSONL (several annotators per item).")],
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples of items for the 95% CIs (0: none).")] = 1000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    bootstrap: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples of items for the 95% CIs (0: none).")
+    ] = 1000,
+    seed: SeedOpt = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    encoding: Annotated[str | None, typer.Option("--encoding", help="Input encoding (default UTF-8).")] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(
+            "--encoding", callback=check_encoding, help="Input encoding: a codec name or auto (default UTF-8)."
+        ),
+    ] = None,
 ) -> None:
     """Inter-annotator agreement per field: Krippendorff's α, Fleiss' κ, raw agreement (with
     bootstrap CIs), Cohen's κ per annotator pair, and mean pairwise character-F1 of the target.
@@ -369,8 +418,8 @@ def convert_command(
         str | None,
         typer.Option(
             "--from",
-            help="cold | swsr | toxicn | state-toxicn | mhc | sghatecheck | jade | safetybench-zh | hatecheck | "
-            "varm-bench | generic (see --list)",
+            help="The adapter: cold, swsr, toxicn, state-toxicn, mhc, sghatecheck, jade, safetybench-zh, hatecheck, "
+            "varm-bench, generic, … (--list).",
         ),
     ] = None,
     column_map: Annotated[
@@ -408,6 +457,10 @@ def convert_command(
             raise InputError.at(
                 "convert", None, None, "give --from NAME, the input file and the output file (or --list)"
             )
+        try:
+            adapters.get(adapter)
+        except UnknownNameError as exc:
+            raise InputError.at("--from", None, None, str(exc)) from None
         options: dict[str, Any] = {"encoding": None if encoding == "utf-8" else encoding, "on_error": on_error}
         if column_map is not None:
             options["column_map"] = column_map
@@ -416,10 +469,7 @@ def convert_command(
             if not sep or not key.strip():
                 raise InputError.at("--set", None, None, f"expected KEY=VALUE, got {item!r}")
             options[key.strip().replace("-", "_")] = value
-        try:
-            result = convert(adapter, source, **options)
-        except UnknownNameError as exc:
-            raise InputError.at("--from", None, None, str(exc)) from None
+        result = convert(adapter, source, **options)
     write_jsonl(out, (r.model_dump(mode="json", exclude_none=True) for r in result.references))
     summary = result.summary()
     if as_json:

@@ -9,7 +9,9 @@ Contract of :func:`read_jsonl`:
 - a line that is not a JSON object (broken JSON, NaN/Infinity, an array) raises
   :class:`InputError` naming the line; nothing is skipped except blank lines.
 
-:func:`write_jsonl` writes UTF-8 atomically (temporary file, then rename). Lone surrogates,
+:func:`write_jsonl` writes UTF-8 atomically (temporary file, then rename) with the mode an
+ordinary ``open(path, "w")`` would give: ``0o666`` less the user's umask for a new file (0644
+by default), the existing mode when a file is replaced. Lone surrogates,
 which can occur in model outputs, are written as JSON ``\\ud800``-style escapes so that every file
 written is valid UTF-8 and reads back to the same strings.
 """
@@ -173,13 +175,39 @@ def dumps_line(obj: Any) -> bytes:
     return (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
+def current_umask() -> int:
+    """The process umask (read from /proc where there is one; set and restored otherwise)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _file_mode(target: Path) -> int:
+    """The permission bits a plain ``open(target, "w")`` would leave: the existing file's, or
+    0o666 less the umask for a new one."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
+
 def atomic_write(path: str | Path, chunks: Iterable[bytes]) -> None:
     """Write ``chunks`` to ``path`` through a temporary file and a rename: readers never see
-    a half-written file, and a crash leaves the previous version in place."""
+    a half-written file, and a crash leaves the previous version in place. The file gets the
+    mode of :func:`_file_mode` (not the 0600 of the temporary file)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        if hasattr(os, "fchmod"):  # POSIX
+            os.fchmod(fd, _file_mode(target))
         with os.fdopen(fd, "wb") as out:
             for chunk in chunks:
                 out.write(chunk)

@@ -12,17 +12,21 @@ work is sub-quadratic:
 1. identical texts are collapsed (their copies are pairs with score 100 — also empty strings);
 2. distinct texts are ranked by length; a length filter bounds partner lengths,
    ||a| − |b|| ≤ d ≤ D(L) ≈ (1 − t/100)·L with L = |a| + |b|;
-3. a prefix filter over character *occurrence tokens* (the k-th occurrence of character x),
-   ordered rarest first: a qualifying pair shares at least need(L) = ⌈(L − D(L))/2⌉ tokens (the
-   LCS is at most the multiset overlap), hence a token among the first |a| − need(L) + 1 tokens
-   of each side; candidates also pass a position test and a bucketed count filter;
+3. a prefix filter over gram occurrences ordered rarest first — bigrams for pair totals from L_2
+   on (about 6 characters at t = 80, 2 at t = 95), characters below (and everywhere below
+   t = 66.7): a qualifying pair's *first preserved gram* (a gram the optimal alignment keeps
+   whole) lies in the prefixes of both texts, at positions bounded by how many grams the edits
+   can ruin, and at text offsets at most (D(L) ± ||a| − |b||)/2 apart — three tests that every
+   candidate passes; a bucketed count filter (the multiset overlap of the grams) follows;
 4. RapidFuzz (``process.cpdist`` with ``score_cutoff``, the cutoff test of ``cdist``) verifies
    the surviving candidates, so every decision and every score is RapidFuzz's own.
 
 The bounds and their proofs are in :mod:`verimod.data.neardup_bounds`, the index and count
 signatures in :mod:`verimod.data.neardup_tokens`, candidates in :mod:`verimod.data.neardup_index`.
 Below t = 1e-6 no filter applies (a pair with nothing in common may qualify) and every pair of
-distinct texts is compared; t = 0 returns all pairs.
+distinct texts is compared; t = 0 returns all pairs. Bigram tokens are what keeps the candidates
+sub-quadratic: the posting lists of rare bigrams stay short as a corpus grows, those of rare
+characters of a fixed alphabet do not (``benchmarks/README.md``).
 
 Floating point. RapidFuzz decides the cutoff on the normalised distance d/L, in floating point.
 When t equals an attainable score exactly, that decision can differ from ``fuzz.ratio(a, b) ≥ t``:
@@ -49,6 +53,8 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from verimod.data.neardup_bounds import MIN_FILTER_THRESHOLD, check_threshold, max_indel
 from verimod.data.neardup_groups import Groups, Members, expand, group_identical, members, sort_pairs
@@ -179,34 +185,33 @@ def cross_pairs(left: Sequence[str], right: Sequence[str], threshold: float = 95
     return sort_pairs(i, j, score, max(len(right), 1))
 
 
-def _find(parent: list[int], x: int) -> int:
-    """Root of x, halving the path on the way."""
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
 def components(n: int, pairs: Iterable[Sequence[float]]) -> list[list[int]]:
     """Connected components (single linkage) of the graph on ``range(n)`` with ``pairs`` as edges.
 
-    Union-find with path halving; only the first two entries of each pair are read, so
-    ``(i, j)`` and ``(i, j, score)`` both work. Returns the components with at least two
-    members, each sorted, ordered by their smallest member. Single linkage is transitive: a ~ b
-    and b ~ c put a and c together even when a and c are not near-duplicates.
+    Only the first two entries of each pair are read, so ``(i, j)`` and ``(i, j, score)`` both
+    work. Returns the components with at least two members, each sorted, ordered by their
+    smallest member. Single linkage is transitive: a ~ b and b ~ c put a and c together even when
+    a and c are not near-duplicates.
     """
-    parent = list(range(n))
-    for pair in pairs:
-        i, j = int(pair[0]), int(pair[1])
-        if not (0 <= i < n and 0 <= j < n):
-            raise ValueError(f"pair ({i}, {j}) is outside range({n})")
-        root_i, root_j = _find(parent, i), _find(parent, j)
-        if root_i != root_j:
-            parent[max(root_i, root_j)] = min(root_i, root_j)
-    grouped: dict[int, list[int]] = {}
-    for x in range(n):
-        grouped.setdefault(_find(parent, x), []).append(x)
-    return [group for group in grouped.values() if len(group) >= 2]
+    edges = np.array([(int(p[0]), int(p[1])) for p in pairs], dtype=np.int64).reshape(-1, 2)
+    return _components(n, edges[:, 0], edges[:, 1])
+
+
+def _components(n: int, i: IntArray, j: IntArray) -> list[list[int]]:
+    """:func:`components` of the edges (i[k], j[k]) (scipy's connected components)."""
+    outside = (i < 0) | (i >= n) | (j < 0) | (j >= n)
+    if outside.any():
+        k = int(np.flatnonzero(outside)[0])
+        raise ValueError(f"pair ({int(i[k])}, {int(j[k])}) is outside range({n})")
+    if not len(i):
+        return []
+    graph = coo_matrix((np.ones(len(i), dtype=np.int8), (i, j)), shape=(n, n)).tocsr()
+    _, labels = connected_components(graph, directed=False)
+    order = np.argsort(labels, kind="stable")  # members ascending within a component
+    starts = np.flatnonzero(np.append(True, labels[order][1:] != labels[order][:-1]))
+    groups = [group for group in np.split(order, starts[1:]) if len(group) >= 2]
+    groups.sort(key=lambda group: int(group[0]))
+    return [group.tolist() for group in groups]
 
 
 def _keeper(texts: Sequence[str], group: list[int], rule: KeepRule) -> int:
@@ -250,7 +255,7 @@ def deduplicate(
     _check_rule(rule)
     i, j, score, found = _self_join(texts, t, workers)
     pairs = sort_pairs(i, j, score, max(len(texts), 1))
-    groups = components(len(texts), pairs)
+    groups = _components(len(texts), i, j)
     keep = _decide(texts, groups, rule)
     report = DedupReport(
         texts=len(texts),

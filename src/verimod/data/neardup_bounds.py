@@ -1,7 +1,7 @@
-"""Threshold arithmetic of the exact near-duplicate join (private helper of :mod:`.neardup`).
+"""Threshold arithmetic of the exact near-duplicate join, and why its filters lose no pair.
 
-Notation: strings a, b with m = |a| ≤ n = |b| code points, L = m + n, threshold t ∈ [0, 100].
-RapidFuzz defines
+Notation: strings a, b with m = |a| ≤ n = |b| code points, L = m + n, Δ = n − m, threshold
+t ∈ [0, 100]. RapidFuzz defines
 
     ratio(a, b) = 100 · (1 − d / L),    d = indel(a, b) = L − 2·LCS(a, b),    ratio("", "") = 100
 
@@ -15,49 +15,70 @@ own floating-point comparison. A larger D can only admit more candidates (each i
 RapidFuzz itself), never lose a pair. D is nondecreasing and, for t ≥ :data:`MIN_FILTER_THRESHOLD`
 (so c < 1), grows by at most 1 when L grows by 1.
 
-Lemma 1 (length filter). LCS ≤ m, so d = L − 2·LCS ≥ n − m and a near-duplicate pair has
-n − m ≤ D(m + n). Because n − m − D(m + n) is
-nondecreasing in n, the partners of a string of length m have lengths ≤ hi(m), and the
-partners of a string of length n have lengths ≥ lo(n), where
+Lemma 1 (length filter). LCS ≤ m, so d ≥ Δ and a near-duplicate pair has Δ ≤ D(m + n). As
+n − m − D(m + n) is nondecreasing in n, the partners of a string of length m have lengths
+≤ hi(m), and those of a string of length n have lengths ≥ lo(n), where
 
     hi(m) = max{n ≥ m : n − m ≤ D(m + n)} = ⌊(m(1 + c) + ε) / (1 − c)⌋,
     lo(n) = min{m ≤ n : n − m ≤ D(m + n)} = ⌈(n(1 − c) − ε) / (1 + c)⌉.
 
-Lemma 2 (count filter). Write a and b as sets of *occurrence tokens* (x, k): the k-th
-occurrence of character x. Their overlap O = |A ∩ B| = Σ_x min(#_a x, #_b x) bounds the LCS
-(a common subsequence matches equal characters, at most min(#_a x, #_b x) of each x), so
-d = L − 2·LCS ≥ L − 2·O and a near-duplicate pair has
+Lemma 2 (alignment, preserved and ruined grams). Fix an optimal alignment: an LCS as pairs of
+matched positions, increasing in both strings. x = m − LCS characters of a and y = n − LCS of b
+are unmatched, so d = x + y, y − x = Δ, x = (d − Δ)/2, y = (d + Δ)/2. For q ≥ 1, a string of
+length m has T_q(m) = max(m − q + 1, 0) q-grams, each an occurrence at a text offset. The q-gram
+of a at offset s is *preserved* when its q characters are matched to q consecutive characters
+of b — which form a q-gram of b with the same value at an offset s'. Preserved grams of a and b
+correspond one to one by an increasing map, and s' − s = (unmatched b characters before s') −
+(unmatched a characters before s) ∈ [−x, y]. A gram of a that is not preserved (*ruined*)
+contains an unmatched character of a — each of the x lies in at most q grams — or two adjacent
+matched characters with b characters inserted between their images — at most y such places,
+each inside at most q − 1 grams. So at most R_a = q·x + (q − 1)·y grams of a, and (the same
+argument from b's side) R_b = q·y + (q − 1)·x grams of b, are ruined; and
 
-    O ≥ need(L) = ⌈(L − D(L)) / 2⌉ ≥ 1    (for L ≥ 1 and t ≥ MIN_FILTER_THRESHOLD).
+    T_q(m) − R_a = T_q(n) − R_b = (L − (2q − 1)·d)/2 − (q − 1).
 
-need is nondecreasing in L because L − D(L) is.
+Lemma 3 (count filter). The preserved grams of a map to grams of b of the same value, so the
+multiset overlap O_q = Σ_g min(#_a g, #_b g) ≥ T_q(m) − R_a, and with d ≤ D(L)
 
-Lemma 3 (prefix filter). Fix one global total order of tokens. If |A ∩ B| ≥ o ≥ 1, the first
-|A| − o + 1 tokens of A and the first |B| − o + 1 tokens of B (in that order) share a token.
-Proof: let x be the smallest token of A ∩ B. All o' ≥ o common tokens are ≥ x and lie in A,
-so at most |A| − o' tokens of A precede x and x is within A's first |A| − o + 1; same for B.
+    O_q ≥ need_q(L) = ⌈(L − (2q − 1)·D(L)) / 2⌉ − (q − 1)
 
-Corollary (the prefixes we index). For a pair with m ≤ n, o = need(m + n) ≥ need(2m) (as
-n ≥ m) and o ≥ need(lo(n) + n) (as m ≥ lo(n) by Lemma 1), hence the shared token x lies in
-the *short prefix* of a and in the *long prefix* of b:
+(for q = 1 the LCS bound ⌈(L − D(L))/2⌉, which is ≥ 1 for L ≥ 1 and t ≥ MIN_FILTER_THRESHOLD).
+Merging values into classes (hashing, signature buckets) can only raise the overlap: the bound
+holds for class overlaps too. For q ≥ 2, need_q is not monotone in L (it drops when D steps up),
+so the filters use its lower envelope need*_q(L) = min{need_q(L') : L ≤ L' ≤ 2·longest}, which
+is nondecreasing and never above need_q; for q = 1 they are equal.
 
-    p_short(m) = m − need(2m) + 1,    p_long(n) = n − need(lo(n) + n) + 1    (p_short ≤ p_long).
+Lemma 4 (the two parts). Let L_2 = min{L : need*_2(L) ≥ 1} (none when t < 200/3, where
+1 − 3c ≤ 0). A pair with L ≥ L_2 has at least one preserved bigram; a pair with L < L_2 has
+both lengths below L_2. So the character part (q = 1) joins the strings shorter than L_2 for
+totals below L_2 — every pair of total L ≥ 1 has a preserved character — and the bigram part
+(q = 2) joins all strings for totals from L_2 on: every qualifying pair lies in exactly one
+part. Below t = 200/3 the character part covers everything.
 
-Lemma 4 (positions). For a qualifying pair (m ≤ n), let x be the first common token in the
-global order, at 0-based positions i in a's sorted token list and j in b's. All O ≥ need(m + n)
-common tokens lie at positions ≥ i in a and ≥ j in b, so
+Lemma 5 (first preserved gram: positions and offsets). Order the gram occurrences of every
+string by (rank of the value, offset), one global rank per value (or per class of values) —
+any ranking works; rarest first makes prefixes selective. For a qualifying pair with a
+preserved gram, let g be the smallest value with a preserved occurrence in a, o_a its first
+preserved occurrence in a (by offset) and o_b the image of o_a in b. Everything before o_a in
+a's order is ruined: smaller values have no preserved occurrence, earlier occurrences of g were
+not chosen. Everything before o_b in b's order is ruined too: a preserved occurrence in b of a
+smaller value would be the image of one in a, and a preserved occurrence of g before o_b the
+image of one in a before o_a (the map is increasing). Hence o_a has position i ≤ R_a in a's
+order and o_b position j ≤ R_b in b's, that is, by Lemmas 2 and 3,
 
-    need(m + n) ≤ min(m − i, n − j).
+    need*_q(L) ≤ T_q(m) − i,    need*_q(L) ≤ T_q(n) − j,    Δ − D(L) ≤ 2·(s' − s) ≤ Δ + D(L).
 
-Hence (x, i, j) satisfies i ≤ m − need(2m) < p_short(m) and j ≤ n − need(lo(n) + n) < p_long(n)
-(the corollary), and more sharply the partner length is bounded by the probe's position:
-n ≤ reach(m, i) = max{n : need(m + n) ≤ m − i}.
+Corollary (the prefixes indexed). As need*_q is nondecreasing, n ≥ m and m ≥ lo(n) (Lemma 1),
+i < p_short(m) = T_q(m) − max(need*_q(2m), 1) + 1 and j < p_long(n) = T_q(n) −
+max(need*_q(lo(n) + n), 1) + 1 (need*_q ≥ 1 in the part that uses q); and the partner length is
+bounded by the probe's position: n ≤ reach(m, i) = max{n : need*_q(m + n) ≤ T_q(m) − i}.
 
-So every near-duplicate pair is found by scanning, for each token x and each string a holding x
-at position i of its long prefix, the later strings b (in (length, id) order) holding x in their
-long prefix at a position j, with |b| ≤ min(hi(|a|), reach(|a|, i)), and keeping those with
-need(|a| + |b|) ≤ |b| − j. Below MIN_FILTER_THRESHOLD need(L) can be 0 (a pair with nothing in
-common qualifies) and the caller compares every pair instead.
+So every near-duplicate pair is found by scanning, in its part, for each gram value g and each
+occurrence of g at position i of a string a's long prefix, the occurrences of g at positions j
+in the long prefixes of later strings b (in (length, id) order) with |b| ≤ min(hi(|a|),
+reach(|a|, i)), and keeping those that pass the three tests of Lemma 5 and lie in the part's
+range of totals. Below MIN_FILTER_THRESHOLD need_1(L) can be 0 (a pair with nothing in common
+qualifies) and the caller compares every pair instead.
 """
 
 from __future__ import annotations
@@ -93,9 +114,10 @@ def max_indel(total: IntArray, threshold: float) -> IntArray:
     return np.floor(total * slope(threshold) + EPSILON).astype(np.int64)
 
 
-def min_overlap(total: IntArray, threshold: float) -> IntArray:
-    """need(L) = ⌈(L − D(L))/2⌉: the occurrence-token overlap every qualifying pair has."""
-    return (total - max_indel(total, threshold) + 1) // 2
+def min_overlap(total: IntArray, threshold: float, q: int = 1) -> IntArray:
+    """need_q(L) = ⌈(L − (2q − 1)·D(L))/2⌉ − (q − 1): the q-gram overlap every qualifying pair of
+    total length L has (Lemma 3; ≤ 0 means no guarantee)."""
+    return (total - (2 * q - 1) * max_indel(total, threshold) + 1) // 2 - (q - 1)
 
 
 def _fits(short: IntArray, long: IntArray, threshold: float) -> npt.NDArray[np.bool_]:
@@ -141,17 +163,37 @@ def min_partner_length(lengths: IntArray, threshold: float) -> IntArray:
     return lo
 
 
-def prefix_lengths(lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
-    """(p_short, p_long) for each length, clipped to [0, length] (see the module docstring)."""
+def token_counts(lengths: IntArray, q: int = 1) -> IntArray:
+    """T_q(m) = max(m − q + 1, 0): the number of q-gram tokens of a string of length m."""
+    return np.maximum(lengths.astype(np.int64) - (q - 1), 0)
+
+
+def overlap_table(longest: int, threshold: float, q: int = 1) -> IntArray:
+    """need*_q(L) for L = 0, 1, …, 2·longest: the nondecreasing lower envelope
+    min{need_q(L') : L ≤ L' ≤ 2·longest} (Lemma 3; equal to need_q itself for q = 1)."""
+    need = min_overlap(np.arange(2 * longest + 1, dtype=np.int64), threshold, q)
+    return np.minimum.accumulate(need[::-1])[::-1]
+
+
+def first_guaranteed_total(table: IntArray) -> int:
+    """L_q = the smallest total length whose pairs must have a preserved q-gram (table[L] ≥ 1,
+    Lemma 4); ``len(table)`` when there is none."""
+    return int(np.searchsorted(table, 1, side="left"))
+
+
+def prefix_lengths(
+    lengths: IntArray, threshold: float, q: int = 1, table: IntArray | None = None
+) -> tuple[IntArray, IntArray]:
+    """(p_short, p_long) for each length, clipped to [0, T_q(length)] (see the module docstring).
+
+    ``table`` is :func:`overlap_table` for ``q`` up to at least twice the longest length."""
     m = lengths.astype(np.int64)
-    short = m - min_overlap(2 * m, threshold) + 1
-    long = m - min_overlap(min_partner_length(m, threshold) + m, threshold) + 1
-    return np.clip(short, 0, m), np.clip(long, 0, m)
-
-
-def overlap_table(longest: int, threshold: float) -> IntArray:
-    """need(L) for L = 0, 1, …, 2·longest: a nondecreasing lookup table."""
-    return min_overlap(np.arange(2 * longest + 1, dtype=np.int64), threshold)
+    if table is None:
+        table = overlap_table(int(m.max()) if len(m) else 0, threshold, q)
+    tokens = token_counts(m, q)
+    short = tokens - np.maximum(table[2 * m], 1) + 1
+    long = tokens - np.maximum(table[min_partner_length(m, threshold) + m], 1) + 1
+    return np.clip(short, 0, tokens), np.clip(long, 0, tokens)
 
 
 def max_total(table: IntArray, budget: IntArray) -> IntArray:

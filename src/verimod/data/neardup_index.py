@@ -1,18 +1,21 @@
 """Candidates and verification of the exact near-duplicate join (private helper of :mod:`.neardup`).
 
-Input: distinct strings ranked by (length, first occurrence), so rank order is length order,
-and their prefix index (:mod:`.neardup_tokens`). Vectorised with numpy; RapidFuzz verifies.
+Input: distinct strings ranked by (length, first occurrence), so rank order is length order.
+Two parts (Lemma 4 of :mod:`.neardup_bounds`): characters for pair totals below L_2, bigrams
+from L_2 on; each part has its prefix index (:mod:`.neardup_tokens`). Vectorised with numpy;
+RapidFuzz verifies.
 
-1. Candidates. Prefix entries are sorted by (token, string rank). An entry of string a at
-   position i pairs with every later entry of the same token up to the last string of length
-   ≤ min(hi(|a|), reach(|a|, i)); a pair whose partner position j has need(|a| + |b|) > |b| − j
-   is dropped. By Lemma 4 of :mod:`.neardup_bounds` this keeps every qualifying pair.
-   Candidates are produced in chunks of about CHUNK_CANDIDATES, probe entries grouped by string,
-   so repeats (pairs sharing several prefix tokens) are removed within a chunk after the count
-   filter; the rare repeat across two chunks is removed from the accepted pairs at the end.
+1. Candidates. Prefix entries are sorted by (gram, string rank). An entry of string a at
+   position i pairs with the entries of the same gram in later strings, up to the last string of
+   length ≤ min(hi(|a|), reach(|a|, i)) and within the part's totals; a pair is kept when the
+   partner's position j and the two text offsets pass the tests of Lemma 5 (need*(L) ≤ T(b) − j,
+   Δ − D(L) ≤ 2·(s' − s) ≤ Δ + D(L)). By Lemma 5 this keeps every qualifying pair. Candidates are
+   produced in chunks of about CHUNK_CANDIDATES, probe entries grouped by string, so repeats
+   (pairs sharing several prefix grams) are removed within a chunk after the count filter; the
+   rare repeat across two chunks is removed from the accepted pairs at the end.
 2. Count filter. Candidates whose count-signature bound Σ_h min(sig[a, h], sig[b, h]) is below
-   need(|a| + |b|) are dropped (Lemma 2; the bound is proved in :mod:`.neardup_tokens`): first
-   with the coarse 16-bucket signature (cheap), then with the 128-bucket one.
+   need_q(|a| + |b|) are dropped (Lemma 3): the coarse (16-bucket) then the 128-bucket character
+   signature for every candidate, and the bigram signature in the bigram part.
 3. Verification. The distinct survivors go to ``rapidfuzz.process.cpdist(..., scorer=fuzz.ratio,
    score_cutoff=t)`` — the same cutoff test as ``process.cdist`` — and the pairs it accepts
    (a non-zero score) are kept with RapidFuzz's own score.
@@ -28,8 +31,15 @@ import numpy as np
 import numpy.typing as npt
 from rapidfuzz import fuzz, process
 
-from verimod.data.neardup_bounds import max_partner_length, max_total, overlap_table
-from verimod.data.neardup_tokens import PrefixIndex, Signatures, build_prefix_index
+from verimod.data.neardup_bounds import (
+    first_guaranteed_total,
+    max_indel,
+    max_partner_length,
+    max_total,
+    overlap_table,
+    token_counts,
+)
+from verimod.data.neardup_tokens import Ints, PrefixIndex, Signatures, build_prefix_index, char_signatures, coarsen
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
 FloatArray: TypeAlias = npt.NDArray[np.float64]
@@ -41,6 +51,8 @@ PairMask: TypeAlias = Callable[[IntArray, IntArray], BoolArray]
 CHUNK_CANDIDATES = 1 << 22
 #: Candidates per batch of the count filter (each row of a batch is BUCKETS bytes or more).
 FILTER_BATCH = 1 << 16
+#: Entries per slice when the scan ranges are computed.
+SCAN_SLICE = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -103,61 +115,124 @@ def _collect(parts: list[tuple[IntArray, IntArray, FloatArray]], candidates: int
 
 @dataclass(frozen=True)
 class _Candidates:
-    """Candidate pairs of one chunk: ranks ``a``, ``b`` and ``need`` = need(|a| + |b|)."""
+    """Candidate pairs of one chunk: ranks ``a``, ``b`` and their ``total`` length |a| + |b|."""
 
     a: IntArray
     b: IntArray
-    need: IntArray
+    total: IntArray
 
     def select(self, keep: BoolArray) -> _Candidates:
-        return _Candidates(self.a[keep], self.b[keep], self.need[keep])
+        return _Candidates(self.a[keep], self.b[keep], self.total[keep])
 
 
-def _count_filter(signature: Signatures, found: _Candidates) -> BoolArray:
-    """Step 2: Σ_h min(sig[a, h], sig[b, h]) ≥ need(|a| + |b|), per candidate, in batches."""
+@dataclass(frozen=True)
+class _Part:
+    """One prefix index and the pairs it is responsible for: total lengths in [low, high]. Per
+    entry (in index order): its string's ``length`` and its ``budget`` = T(string) − position,
+    the most grams a pair found through it can share from there on (Lemma 5)."""
+
+    index: PrefixIndex
+    table: IntArray
+    low: int
+    high: int
+    length: Ints
+    budget: Ints
+
+    @classmethod
+    def of(cls, index: PrefixIndex, lengths: IntArray, q: int, table: IntArray, low: int, high: int) -> _Part:
+        own = np.take(lengths.astype(np.int32), index.string)
+        budget = np.take(token_counts(lengths, q).astype(np.int32), index.string) - index.position
+        return cls(index, table, low, high, own, budget)
+
+
+def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) -> BoolArray:
+    """Step 2: Σ_h min(sig[a, h], sig[b, h]) ≥ table[|a| + |b|], per candidate, in batches."""
     keep = np.empty(len(found.a), dtype=np.bool_)
     for start in range(0, len(found.a), FILTER_BATCH):
         stop = start + FILTER_BATCH
         rows_a = np.take(signature, found.a[start:stop], axis=0)
         rows_b = np.take(signature, found.b[start:stop], axis=0)
         np.minimum(rows_a, rows_b, out=rows_a)
-        keep[start:stop] = rows_a.sum(axis=1, dtype=np.int64) >= found.need[start:stop]
+        keep[start:stop] = rows_a.sum(axis=1, dtype=np.int64) >= np.take(table, found.total[start:stop])
     return keep
 
 
-def _scan_counts(index: PrefixIndex, lengths: IntArray, table: IntArray, threshold: float) -> IntArray:
-    """How many later entries of its token each entry scans (Lemma 1 and Lemma 4 bounds)."""
-    count = len(lengths)
-    own = lengths[index.string]
-    hi = max_partner_length(lengths, threshold, int(lengths[-1]))[index.string]
-    reach = np.minimum(hi, max_total(table, own - index.position) - own)
-    last = np.searchsorted(lengths, reach, side="right") - 1
-    ends = np.searchsorted(index.key, (index.key // count) * count + last, side="right")
-    return np.maximum(ends - np.arange(len(ends)) - 1, 0)
+def _scan_ranges(part: _Part, lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
+    """For each entry, the first entry of its gram in a later string, and how many entries it
+    scans from there (Lemma 1 and Lemma 5 bounds, and the part's largest total length); computed
+    in slices of SCAN_SLICE entries to bound the temporary arrays."""
+    index, count, longest = part.index, part.index.n_strings, int(lengths[-1])
+    hi_of_string = max_partner_length(lengths, threshold, longest)
+    last_of_length = np.searchsorted(lengths, np.arange(longest + 1), side="right") - 1  # last rank of length ≤ n
+    key = index.key
+    run_end = np.flatnonzero(np.append(key[1:] != key[:-1], True)) + 1  # entries of one (gram, string): a run
+    begin = np.repeat(run_end, np.diff(np.append(0, run_end))).astype(np.int64)
+    counts = np.empty(len(key), dtype=np.int64)
+    for start in range(0, len(key), SCAN_SLICE):
+        stop = start + SCAN_SLICE
+        own, budget = part.length[start:stop], part.budget[start:stop]
+        reach = np.minimum(np.take(hi_of_string, index.string[start:stop]), max_total(part.table, budget) - own)
+        np.minimum(reach, part.high - own, out=reach)
+        last = np.where(reach >= 0, np.take(last_of_length, np.clip(reach, 0, longest)), -1)
+        ends = np.searchsorted(key, (key[start:stop] // count) * count + last, side="right")
+        counts[start:stop] = np.maximum(ends - begin[start:stop], 0)
+    return begin, counts
 
 
-def _chunk_candidates(
-    index: PrefixIndex, lengths: IntArray, table: IntArray, probes: IntArray, counts: IntArray
-) -> _Candidates:
-    """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 4's
-    position test (a pair sharing several prefix tokens may occur several times)."""
-    partners = _expand_ranges(probes + 1, counts)
-    a = np.repeat(np.take(index.string, probes), counts)
-    b = np.take(index.string, partners)
-    length_b = np.take(lengths, b)
-    need = np.take(table, np.repeat(np.take(lengths, np.take(index.string, probes)), counts) + length_b)
-    fits = need <= length_b - np.take(index.position, partners)
-    return _Candidates(a[fits], b[fits], need[fits])
+def _chunk_candidates(part: _Part, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray) -> _Candidates:
+    """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 5's
+    position and offset tests and lie in the part's range of total lengths (a pair sharing
+    several prefix grams may occur several times)."""
+    index = part.index
+    partners = _expand_ranges(begin, counts)
+    length_a = np.repeat(np.take(part.length, probes), counts)
+    length_b = np.take(part.length, partners)
+    total = length_a + length_b
+    fits = np.take(part.table, total) <= np.take(part.budget, partners)
+    fits &= total >= part.low
+    slack, grow = np.take(indel, total), length_b - length_a  # D(L) and Δ = n − m ≥ 0
+    shift = 2 * (np.take(index.offset, partners) - np.repeat(np.take(index.offset, probes), counts))
+    fits &= (shift <= slack + grow) & (shift >= grow - slack)
+    keep = np.flatnonzero(fits)
+    a = np.take(np.repeat(np.take(index.string, probes), counts), keep).astype(np.int64)  # pair keys need 64 bits
+    b = np.take(index.string, np.take(partners, keep)).astype(np.int64)
+    return _Candidates(a, b, np.take(total, keep).astype(np.int64))
 
 
-def _distinct(found: _Candidates, count: int) -> tuple[IntArray, IntArray]:
+def _distinct(found: _Candidates, lengths: IntArray) -> _Candidates:
     """The distinct pairs among the candidates, sorted."""
+    count = len(lengths)
     pair_key = np.sort(found.a * count + found.b)
     first = np.empty(len(pair_key), dtype=np.bool_)
     first[:1] = True
     np.not_equal(pair_key[1:], pair_key[:-1], out=first[1:])
     pair_key = pair_key[first]
-    return pair_key // count, pair_key % count
+    a, b = pair_key // count, pair_key % count
+    return _Candidates(a, b, np.take(lengths, a) + np.take(lengths, b))
+
+
+def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple[list[_Part], IntArray, Signatures]:
+    """The prefix indexes of the join (see the module docstring, Lemma 4 of :mod:`.neardup_bounds`):
+    characters for pairs of total length below L_2, bigrams from L_2 on. Also the character
+    overlap table and the character signature of every string (the count filter of every pair)."""
+    longest = int(lengths[-1])
+    char_table = overlap_table(longest, threshold, 1)
+    bigram_table = overlap_table(longest, threshold, 2)
+    split = first_guaranteed_total(bigram_table)  # L_2; pairs with m + n ≥ L_2 share a bigram
+    short = int(np.searchsorted(lengths, split - 1, side="right"))  # strings that fit a pair below L_2
+    parts: list[_Part] = []
+    char_signature: Signatures | None = None
+    if short >= 2:
+        index = build_prefix_index(strings[:short], lengths[:short], threshold, 1, char_table)
+        parts.append(_Part.of(index, lengths, 1, char_table, 0, split - 1))
+        if short == len(strings):
+            char_signature = index.signature
+    if split <= 2 * longest:
+        index = build_prefix_index(strings, lengths, threshold, 2, bigram_table)
+        parts.append(_Part.of(index, lengths, 2, bigram_table, split, 2 * longest))
+    if char_signature is None:
+        char_signature = char_signatures(strings, lengths)
+    return parts, char_table, char_signature
 
 
 def filtered_pairs(
@@ -174,29 +249,33 @@ def filtered_pairs(
     pairs before verification (the cross join keeps only pairs across its two sides).
     """
     count = len(strings)
-    index = build_prefix_index(strings, lengths, threshold)
-    table = overlap_table(int(lengths[-1]), threshold)
-    counts = _scan_counts(index, lengths, table, threshold)
-    probes = np.flatnonzero(counts)
-    probes = probes[np.argsort(index.string[probes], kind="stable")]  # a probe string's repeats stay together
-    counts = counts[probes]
+    parts, char_table, char_signature = _parts(strings, lengths, threshold)
+    char_coarse = coarsen(char_signature)
     objects = np.empty(count, dtype=object)
     objects[:] = list(strings)
-    parts: list[tuple[IntArray, IntArray, FloatArray]] = []
+    found_parts: list[tuple[IntArray, IntArray, FloatArray]] = []
     candidates = compared = 0
-    for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
-        found = _chunk_candidates(index, lengths, table, probes[lo:hi], counts[lo:hi])
-        if mask is not None:
-            found = found.select(mask(found.a, found.b))
-        candidates += len(found.a)
-        found = found.select(_count_filter(index.coarse, found))
-        found = found.select(_count_filter(index.signature, found))
-        a, b = _distinct(found, count)
-        compared += len(a)
-        score = _verify(objects, a, b, threshold, workers)
-        hit = score > 0  # RapidFuzz's cutoff test passed (t > 0 here, so an accepted score is > 0)
-        parts.append((a[hit], b[hit], score[hit]))
-    return _collect(parts, candidates, compared)
+    indel = max_indel(np.arange(2 * int(lengths[-1]) + 1, dtype=np.int64), threshold)
+    for part in parts:
+        begin, counts = _scan_ranges(part, lengths, threshold)
+        probes = np.flatnonzero(counts)
+        probes = probes[np.argsort(part.index.string[probes], kind="stable")]  # a probe string's repeats together
+        begin, counts = begin[probes], counts[probes]
+        for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
+            found = _chunk_candidates(part, indel, probes[lo:hi], begin[lo:hi], counts[lo:hi])
+            if mask is not None:
+                found = found.select(mask(found.a, found.b))
+            candidates += len(found.a)
+            found = found.select(_count_filter(char_coarse, found, char_table))
+            found = found.select(_count_filter(char_signature, found, char_table))
+            if part.table is not char_table:
+                found = found.select(_count_filter(part.index.signature, found, part.table))
+            found = _distinct(found, lengths)
+            compared += len(found.a)
+            score = _verify(objects, found.a, found.b, threshold, workers)
+            hit = score > 0  # RapidFuzz's cutoff test passed (t > 0 here, so an accepted score is > 0)
+            found_parts.append((found.a[hit], found.b[hit], score[hit]))
+    return _collect(found_parts, candidates, compared)
 
 
 def all_pairs(strings: Sequence[str], threshold: float, workers: int = 1, mask: PairMask | None = None) -> UniquePairs:

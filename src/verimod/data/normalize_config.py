@@ -90,7 +90,9 @@ class NormalizeConfig(BaseModel):
     # --- record filters -----------------------------------------------------------------------
     drop_empty: bool = Field(True, description="remove records whose text is empty after normalisation")
     drop_symbol_only: bool = Field(True, description="remove texts with no letter, digit or CJK character")
-    min_length: int = Field(15, ge=0, description="remove texts shorter than this (see text_length); 0 = off")
+    min_length: int = Field(
+        0, ge=0, description="remove texts shorter than this (see text_length); 0 = off (the default: see the README)"
+    )
     drop_spam: bool = Field(True, description="remove advertisements/spam (normalize_patterns.json)")
     spam_threshold: int = Field(2, ge=1, description="spam when the matched weights sum to at least this")
     spam_patterns: Path | None = Field(None, description="a JSON file replacing the bundled spam patterns")
@@ -110,7 +112,9 @@ class NormalizeReport(BaseModel):
     - ``replaced[rule]``: items it replaced or removed (URLs, phone numbers, emoji…);
     - ``left_alone``: look-alikes deliberately not changed, e.g. ``id_cards.bad_checksum``;
     - ``removed[reason]``: records removed by each filter; ``spam_patterns``: removed spam
-      records per matched pattern (a record can count under several patterns).
+      records per matched pattern (a record can count under several patterns);
+    - ``duplicate_conflicts``: removed duplicates whose label differs from the kept copy's (they
+      are counted under ``removed["duplicate"]`` too), in ``conflict_groups`` distinct texts.
 
     The invariant ``records_in == records_out + sum(removed.values())`` is checked by
     :meth:`check` when the run ends (``complete`` is then True).
@@ -127,6 +131,8 @@ class NormalizeReport(BaseModel):
     replaced: dict[str, int] = Field(default_factory=dict)
     left_alone: dict[str, int] = Field(default_factory=dict)
     spam_patterns: dict[str, int] = Field(default_factory=dict)
+    duplicate_conflicts: int = 0
+    conflict_groups: int = 0
     complete: bool = False
 
     def check(self) -> None:
@@ -141,6 +147,11 @@ class NormalizeReport(BaseModel):
         """A short human-readable summary, one fact per line (for the command line)."""
         out = [f"records: {self.records_in} in, {self.records_out} kept, {self.records_in - self.records_out} removed"]
         out += [f"  removed {reason}: {n}" for reason, n in self.removed.items() if n]
+        if self.duplicate_conflicts:
+            out.append(
+                f"  of the duplicates, {self.duplicate_conflicts} carry another label than the kept copy "
+                f"({self.conflict_groups} texts with conflicting labels)"
+            )
         out.append(f"texts changed: {self.texts_changed}")
         for rule, n in self.changed.items():
             if n:

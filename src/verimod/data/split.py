@@ -24,6 +24,7 @@ Deterministic: the same records, sizes, fields, threshold and seed give the same
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -69,18 +70,27 @@ class SplitReport(BaseModel):
     tolerance_pp: float
 
 
+def sizes_are_counts(sizes: Sequence[float]) -> bool:
+    """Whether ``sizes`` are counts (whole numbers summing to more than 1) rather than fractions;
+    ``ValueError`` unless they are one or the other: finite, non-negative, at least one, and
+    fractions summing to 1. Needs no data, so a command checks it before reading anything."""
+    if not sizes or any(not math.isfinite(s) or s < 0 for s in sizes):
+        raise ValueError("sizes must be finite, non-negative numbers, at least one")
+    if all(float(s).is_integer() for s in sizes) and sum(sizes) > 1:
+        return True
+    if abs(sum(sizes) - 1.0) > 1e-9:
+        raise ValueError(f"fractions must sum to 1 (they sum to {sum(sizes):g}); or give counts")
+    return False
+
+
 def resolve_sizes(sizes: Sequence[float], n: int) -> list[int]:
     """Counts from ``sizes``: integers summing to ``n``, or fractions summing to 1 (largest
     remainder). ``ValueError`` otherwise."""
-    if not sizes or any(s < 0 for s in sizes):
-        raise ValueError("sizes must be non-negative and at least one")
-    if all(float(s).is_integer() for s in sizes) and sum(sizes) > 1:
+    if sizes_are_counts(sizes):
         counts = [int(s) for s in sizes]
         if sum(counts) != n:
             raise ValueError(f"sizes sum to {sum(counts)} but there are {n} records")
         return counts
-    if abs(sum(sizes) - 1.0) > 1e-9:
-        raise ValueError(f"fractions must sum to 1 (they sum to {sum(sizes):g}); or give counts summing to {n}")
     return _largest_remainder([s * n for s in sizes], n)
 
 

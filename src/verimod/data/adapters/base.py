@@ -9,12 +9,18 @@ Counting contract (checked by the tests of every adapter):
 - ``problems``: the position (file, line, field) of every record skipped as malformed or
   invalid with ``on_error="skip"``; with ``on_error="fail"`` the first one raises
   :class:`~verimod.core.errors.InputError` instead.
+
+Input contract of :meth:`Builder.rows`: a fixed-schema adapter names its ``columns``; they are
+checked against the file's *header* (CSV/TSV header row, Parquet schema) before any row is
+read — so a file of another format is refused even with no data row — or, for JSON/JSONL, which
+have no header, against the first record. A main file without a data record is an
+:class:`~verimod.core.errors.InputError` (the empty-input rule of every data command).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +30,12 @@ from pydantic import ValidationError
 from verimod.core.errors import InputError, Problem
 from verimod.core.registry import Registry
 from verimod.core.validation import validation_problems
-from verimod.data.records import Format, OnError, read_records
+from verimod.data.records import Format, OnError, RecordStream, no_records_error, read_records
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.schema import VarmReference
+
+#: A check of a file's column names (raises :class:`InputError` naming what is missing).
+HeaderCheck = Callable[[Collection[str]], None]
 
 #: An adapter: ``adapter(path, *, encoding=..., on_error=..., **options) -> ConversionResult``.
 Adapter = Callable[..., "ConversionResult"]
@@ -104,16 +113,30 @@ class Builder:
         self.on_error: OnError = on_error
         self._skipped: Counter[str] = Counter()
         self._ids: set[str] = set()
+        #: The column names of the main file (its header, or the keys of its first record).
+        self.columns: list[str] = []
 
     def rows(
-        self, path: str | Path, encoding: str | None, fmt: Format | None = None, per_row: int = 1
+        self,
+        path: str | Path,
+        encoding: str | None,
+        fmt: Format | None = None,
+        per_row: int = 1,
+        check: HeaderCheck | None = None,
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         """The rows of the main input file, counted as read; malformed rows (``on_error="skip"``)
-        are counted as ``per_row`` skipped records each once the file is exhausted."""
+        are counted as ``per_row`` skipped records each once the file is exhausted. ``check``
+        runs on the header before the first row (see the module docstring); a file without a
+        data record raises :class:`InputError`."""
         stream = read_records(path, fmt=fmt, encoding=encoding, on_error=self.on_error)
         self.result.paths.append(str(path))
         self.result.encoding = stream.encoding
+        self._header(stream, check)
         for line, record in stream:
+            if stream.columns is None and stream.read == 1:  # JSON/JSONL: the first record is the schema
+                self.columns = list(record)
+                if check is not None:
+                    check(record)
             self.result.read += 1
             self.result.candidates += per_row
             yield line, record
@@ -122,12 +145,27 @@ class Builder:
         self.result.candidates += malformed * per_row
         self.skip(MALFORMED, malformed * per_row)
         self.result.problems.extend(stream.skipped)
+        if not stream.read:
+            raise no_records_error(stream)
 
-    def side_rows(self, path: str | Path, encoding: str | None) -> list[tuple[int, dict[str, Any]]]:
+    def _header(self, stream: RecordStream, check: HeaderCheck | None) -> None:
+        if stream.columns is not None:
+            self.columns = list(stream.columns)
+            if check is not None and (stream.columns or stream.fmt == "parquet"):  # no header: the empty-input rule
+                check(stream.columns)
+
+    def side_rows(
+        self, path: str | Path, encoding: str | None, check: HeaderCheck | None = None
+    ) -> list[tuple[int, dict[str, Any]]]:
         """All rows of an auxiliary file (parent posts, answers): not counted as candidates;
-        malformed rows there fail or are kept as problems with a note, per ``on_error``."""
+        malformed rows there fail or are kept as problems with a note, per ``on_error``;
+        ``check`` runs on its header as in :meth:`rows`."""
         stream = read_records(path, encoding=encoding, on_error=self.on_error)
+        if stream.columns is not None and check is not None:
+            check(stream.columns)
         rows = list(stream)
+        if rows and stream.columns is None and check is not None:
+            check(rows[0][1])
         self.result.paths.append(str(path))
         if stream.skipped:
             self.result.problems.extend(stream.skipped)
@@ -192,11 +230,17 @@ def make_meta(source: str, derived: Sequence[str], original: Mapping[str, Any]) 
     return {"source": source, "derived": [f for f in FIELDS if f in derived], "original": dict(original)}
 
 
-def require_columns(path: str, line: int, record: Mapping[str, Any], columns: Sequence[str], what: str) -> None:
-    """Raise :class:`InputError` when a fixed-schema file lacks one of ``columns``."""
+def require_columns(path: str, line: int, record: Collection[str], columns: Sequence[str], what: str) -> None:
+    """Raise :class:`InputError` when a fixed-schema file lacks one of ``columns`` (``record``: its
+    header, or a record's keys)."""
     missing = [c for c in columns if c not in record]
     if missing:
-        have = ", ".join(repr(k) for k in record)
+        have = ", ".join(repr(k) for k in record) or "none"
         raise InputError.at(
             path, line, missing[0], f"not a {what} file: no column {', '.join(map(repr, missing))} (columns: {have})"
         )
+
+
+def columns_check(path: str | Path, columns: Sequence[str], what: str) -> HeaderCheck:
+    """A :data:`HeaderCheck` requiring ``columns`` (line 1 is where a header is)."""
+    return lambda header: require_columns(str(path), 1, header, columns, what)

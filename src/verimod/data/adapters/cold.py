@@ -34,8 +34,8 @@ from verimod.data.adapters.base import (
     ConversionResult,
     adapters,
     clean_text,
+    columns_check,
     make_meta,
-    require_columns,
 )
 from verimod.data.records import OnError
 
@@ -76,11 +76,10 @@ def convert_cold(
     file_split = split or (stem if stem in SPLITS else None)
     converted: list[tuple[int, int, str, str | None, dict[str, Any]]] = []
     indices: Counter[str] = Counter()
-    fine = disagree = 0
-    for number, (line, record) in enumerate(builder.rows(path, encoding)):
-        if number == 0:
-            require_columns(name, 1, record, ("", "split", "topic", "label", "TEXT"), "COLD")
-            fine = "fine-grained-label" in record
+    disagree = 0
+    check = columns_check(name, ("", "split", "topic", "label", "TEXT"), "COLD")
+    for number, (line, record) in enumerate(builder.rows(path, encoding, check=check)):
+        fine = "fine-grained-label" in builder.columns
         index = str(record[""]).strip()
         indices[index] += 1
         row_split = file_split or clean_text(record["split"])

@@ -32,7 +32,7 @@ column (with ``id_prefix-`` when given), else ``<id_prefix or file stem>-<line>`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -345,9 +345,8 @@ def _convert(
     builder = Builder(source, on_error, notes)
     fixed = (fmt or guess_format(name)) in _FIXED_SCHEMA
     stem = Path(name).name.split(".")[0]
-    for line, record in builder.rows(path, encoding, fmt):
-        if fixed and builder.result.read == 1:
-            _check_schema(name, cmap, record)
+    check = (lambda header: _check_schema(name, cmap, header)) if fixed else None
+    for line, record in builder.rows(path, encoding, fmt, check=check):
         data = _row(builder, cmap, name, line, record, aliases)
         if data is None:
             continue
@@ -361,10 +360,10 @@ def _convert(
     return builder.finish()
 
 
-def _check_schema(path: str, cmap: ColumnMap, record: Mapping[str, Any]) -> None:
+def _check_schema(path: str, cmap: ColumnMap, record: Collection[str]) -> None:
     for name, fmap in cmap.fields.items():
         if not fmap.optional and not any(c in record for c in fmap.columns):
-            have = ", ".join(repr(k) for k in record)
+            have = ", ".join(repr(k) for k in record) or "none"
             raise InputError.at(path, 1, fmap.columns[0], f"no such column (mapped to {name}); columns: {have}")
 
 

@@ -36,8 +36,8 @@ from verimod.data.adapters.base import (
     ConversionResult,
     adapters,
     clean_text,
+    columns_check,
     make_meta,
-    require_columns,
 )
 from verimod.data.records import OnError
 
@@ -127,9 +127,7 @@ def convert_hatecheck(
     name = str(path)
     skipped = _functionalities(skip_functionalities)
     unknown: set[str] = set()
-    for line, record in builder.rows(path, encoding):
-        if builder.result.read == 1:
-            require_columns(name, 1, record, COLUMNS, "HateCheck test-suite")
+    for line, record in builder.rows(path, encoding, check=columns_check(name, COLUMNS, "HateCheck test-suite")):
         functionality = str(record["functionality"]).strip()
         if functionality in skipped:
             builder.skip(SKIPPED_BY_OPTION)

@@ -23,6 +23,7 @@ so they are refused with an :class:`~verimod.core.errors.InputError` (use them a
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,7 @@ def convert_jade(
     name = str(path)
     match = _LEVEL.search(Path(name).name)
     level = match.group(1).lower() if match else Path(name).name.split(".")[0]
-    for line, record in builder.rows(path, encoding, per_row=2):
-        if builder.result.read == 1:
-            _check_columns(name, record)
+    for line, record in builder.rows(path, encoding, per_row=2, check=lambda header: _check_columns(name, header)):
         item_id = clean_text(record["ID"])
         if item_id is None:
             builder.invalid(name, line, "ID", "empty ID", count=2)
@@ -95,7 +94,7 @@ def convert_jade(
     return builder.finish()
 
 
-def _check_columns(path: str, record: dict[str, Any]) -> None:
+def _check_columns(path: str, record: Collection[str]) -> None:
     """Refuse the v1/v2 question files with the reason; require the v3 columns."""
     if all(c in record for c in V1_COLUMNS) and UNSAFE not in record:
         raise InputError.at(

@@ -36,8 +36,8 @@ from verimod.data.adapters.base import (
     ConversionResult,
     adapters,
     clean_text,
+    columns_check,
     make_meta,
-    require_columns,
 )
 from verimod.data.adapters.functional import CaseColumns, functional_case, report_conflicts
 from verimod.data.records import OnError
@@ -67,9 +67,7 @@ def convert_mhc(
     builder = Builder(SOURCE, on_error, NOTES)
     name = str(path)
     counts: Counter[str] = Counter()
-    for number, (line, record) in enumerate(builder.rows(path, encoding)):
-        if number == 0:
-            require_columns(name, line, record, COLUMNS, "Multilingual HateCheck")
+    for line, record in builder.rows(path, encoding, check=columns_check(name, COLUMNS, "Multilingual HateCheck")):
         item = _convert_row(builder, name, line, record, derive_non_attack, counts)
         if item is not None:
             builder.add(name, line, item)

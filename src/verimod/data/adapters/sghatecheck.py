@@ -38,8 +38,8 @@ from verimod.data.adapters.base import (
     ConversionResult,
     adapters,
     clean_text,
+    columns_check,
     make_meta,
-    require_columns,
 )
 from verimod.data.adapters.functional import CaseColumns, functional_case, report_conflicts
 from verimod.data.records import OnError
@@ -82,9 +82,7 @@ def convert_sghatecheck(
     name = str(path)
     lang = _language(Path(name), language)
     counts: Counter[str] = Counter()
-    for number, (line, record) in enumerate(builder.rows(path, encoding)):
-        if number == 0:
-            require_columns(name, line, record, COLUMNS, "SGHateCheck")
+    for line, record in builder.rows(path, encoding, check=columns_check(name, COLUMNS, "SGHateCheck")):
         item = _convert_row(builder, name, line, record, lang, derive_non_attack, counts)
         if item is not None:
             builder.add(name, line, item)

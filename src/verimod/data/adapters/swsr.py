@@ -34,8 +34,8 @@ from verimod.data.adapters.base import (
     ConversionResult,
     adapters,
     clean_text,
+    columns_check,
     make_meta,
-    require_columns,
 )
 from verimod.data.records import OnError
 from verimod.resources import resource_path
@@ -72,9 +72,7 @@ def convert_swsr(
     splits = _split_table(split)
     parents = _posts(builder, Path(name), posts, encoding)
     no_parent = unlisted = 0
-    for line, record in builder.rows(path, encoding):
-        if builder.result.read == 1:
-            require_columns(name, 1, record, COLUMNS, "SWSR SexComment")
+    for line, record in builder.rows(path, encoding, check=columns_check(name, COLUMNS, "SWSR SexComment")):
         item = _convert_row(builder, name, line, record, derive_non_attack)
         if item is None:
             continue
@@ -120,9 +118,7 @@ def _posts(builder: Builder, comments: Path, posts: str | Path | None, encoding:
             return None
         posts = beside
     table: dict[str, str] = {}
-    rows = builder.side_rows(posts, encoding)
-    if rows:
-        require_columns(str(posts), 1, rows[0][1], ("weibo_id", "weibo_text"), "SWSR SexWeibo")
+    rows = builder.side_rows(posts, encoding, check=columns_check(posts, ("weibo_id", "weibo_text"), "SWSR SexWeibo"))
     for line, record in rows:
         key = str(record["weibo_id"]).strip()
         text = clean_text(record["weibo_text"])

@@ -42,7 +42,6 @@ from verimod.data.adapters.base import (
     adapters,
     clean_text,
     make_meta,
-    require_columns,
 )
 from verimod.data.records import OnError
 
@@ -85,9 +84,7 @@ def convert_toxicn(
     builder = Builder(SOURCE, on_error, NOTES)
     name = str(path)
     counts: Counter[str] = Counter()
-    for number, (line, record) in enumerate(builder.rows(path, encoding)):
-        if number == 0:
-            require_columns(name, line, record, COLUMNS, "ToxiCN")
+    for number, (line, record) in enumerate(builder.rows(path, encoding, check=columns_check(name, COLUMNS, "ToxiCN"))):
         item = _convert_row(builder, name, line, record, derive_non_attack, counts)
         if item is not None:
             builder.add(name, line, {"id": f"{SOURCE}-r{number}", **item})
