@@ -107,7 +107,7 @@ def test_reads_csv_with_text_field_and_text_only(cli, tmp_path):
     ("args", "message"),
     [
         (["--format", "html"], "--format: choose one of table, md, csv, json"),
-        (["--threshold", "101"], "--threshold: threshold must be a number in [0, 100]"),
+        (["--threshold", "101"], "Invalid value for '--threshold': Input should be less than or equal to 100"),
         (["--on-error", "ignore"], "--on-error: choose fail or skip"),
         (["--frames", "-1"], "--frames: must be 0 or more"),
         (["--input-format", "xml"], "--input-format: choose one of"),

@@ -41,6 +41,7 @@ from verimod.data.adapters.base import (
     ConversionResult,
     adapters,
     clean_text,
+    columns_check,
     make_meta,
 )
 from verimod.data.records import OnError
@@ -84,7 +85,8 @@ def convert_toxicn(
     builder = Builder(SOURCE, on_error, NOTES)
     name = str(path)
     counts: Counter[str] = Counter()
-    for number, (line, record) in enumerate(builder.rows(path, encoding, check=columns_check(name, COLUMNS, "ToxiCN"))):
+    rows = builder.rows(path, encoding, check=columns_check(name, COLUMNS, "ToxiCN"))
+    for number, (line, record) in enumerate(rows):
         item = _convert_row(builder, name, line, record, derive_non_attack, counts)
         if item is not None:
             builder.add(name, line, {"id": f"{SOURCE}-r{number}", **item})
