@@ -108,7 +108,10 @@ def test_reads_csv_with_text_field_and_text_only(cli, tmp_path):
     [
         (["--format", "html"], "--format: choose one of table, md, csv, json"),
         (["--threshold", "101"], "Invalid value for '--threshold': Input should be less than or equal to 100"),
-        (["--on-error", "ignore"], "--on-error: choose fail or skip"),
+        (
+            ["--on-error", "ignore"],
+            "Invalid value for '--on-error': Value error, 'ignore' is not one of 'fail', 'skip'",
+        ),
         (["--frames", "-1"], "--frames: must be 0 or more"),
         (["--input-format", "xml"], "--input-format: choose one of"),
         (["--against", "missing.jsonl"], "missing.jsonl: file not found"),
