@@ -5,7 +5,9 @@ ones that run the real Qwen2.5-Coder-0.5B-Instruct model de-quantised from its G
 from __future__ import annotations
 
 import asyncio
+import copy
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from verimod.models import (
     backends,
     create_backend,
 )
-from verimod.models._local import check_extra_body, check_options, sha256_tree, truncate_at_stop
+from verimod.models._local import SerialRunner, check_extra_body, check_options, sha256_tree, truncate_at_stop
 from verimod.models.hf import HfBackend, dtype_keyword, local_model_path
 
 SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
@@ -209,3 +211,33 @@ def test_a_fresh_lora_adapter_loads_and_generates(backend: HfBackend, model_dir:
         assert isinstance(identity["adapter_sha256"], str) and len(identity["adapter_sha256"]) == 64
     finally:
         asyncio.run(adapted.aclose())
+
+
+@pytest.mark.slow
+def test_closing_during_generation_stops_it_before_dropping_the_model(backend: HfBackend) -> None:
+    """aclose() stops the running generation after its current step and returns only once it
+    has ended (issue #14). A shallow copy shares the loaded weights, so closing it leaves the
+    module's backend usable."""
+    closing = copy.copy(backend)
+    closing._runner = SerialRunner("hf")  # its own lock and close state
+    long_request = request(max_tokens=300, sample_id="long")
+
+    async def main() -> tuple[bool, BaseException | ModelResponse, BaseException | ModelResponse]:
+        call = asyncio.create_task(closing.generate(long_request))
+        while closing._runner._stop is None:  # until the generation call is running
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.3)  # into the decoding steps
+        await closing.aclose()
+        done_at_close = call.done()
+        first = (await asyncio.gather(call, return_exceptions=True))[0]
+        later = (await asyncio.gather(closing.generate(request(max_tokens=2)), return_exceptions=True))[0]
+        return done_at_close, first, later
+
+    t0 = time.monotonic()
+    done_at_close, first, later = asyncio.run(main())
+    assert done_at_close
+    assert isinstance(first, BackendError) and first.kind == "client"
+    assert str(first) == "hf: generation stopped: the backend was closed"
+    assert isinstance(later, BackendError) and str(later) == "hf: the backend is closed"
+    assert time.monotonic() - t0 < 60  # 300 tokens on CPU would take minutes
+    assert asyncio.run(backend.generate(request(max_tokens=2))).text is not None  # the original still works

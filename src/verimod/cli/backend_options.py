@@ -4,17 +4,20 @@
 :func:`backend_from_options` turns ``--model``/``--base-url``/``--api-key-env`` into a backend
 (an unknown spec or a missing extra is an input error naming ``--model``);
 :func:`run_with_backend` runs one coroutine with the response cache open and closes the
-backend and the cache whatever happens.
+backend and the cache whatever happens; :func:`train_baseline_if_needed` trains the default
+baseline model before a run, with a message and progress on stderr, when its first use would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import typer
 
+from verimod.cli.common import err_console
 from verimod.core.cache import ResponseCache
 from verimod.core.errors import InputError
 from verimod.core.registry import UnknownNameError
@@ -61,3 +64,30 @@ def run_with_backend(
     finally:
         if cache is not None:
             cache.close()
+
+
+def train_baseline_if_needed(backend: ModelBackend, quiet: bool) -> None:
+    """Train the default ``baseline`` model now if it is not cached yet (first use): a line on
+    stderr says so and where it will be cached, a status line shows the training stage, and a
+    last line the time it took. Other backends, and a cached model, are left alone."""
+    from verimod.models.baseline.backend import BaselineBackend
+
+    if not isinstance(backend, BaselineBackend) or not backend.needs_training:
+        return
+    if quiet:
+        backend.model()
+        return
+    err_console.print(
+        "training the baseline model on the starter train split (first use only; "
+        f"cached in {backend.model_cache_folder})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    started = time.monotonic()
+    with err_console.status("training the baseline model") as status:
+
+        def on_stage(done: int, total: int, name: str) -> None:
+            status.update(f"training the baseline model: {done}/{total} {name}")
+
+        backend.model(on_stage)
+    err_console.print(f"baseline model trained in {time.monotonic() - started:.1f} s", highlight=False)

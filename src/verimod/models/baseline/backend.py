@@ -27,9 +27,9 @@ from typing import Any
 
 from verimod.models._local import check_options
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
-from verimod.models.baseline.default import cache_key, default_model, default_training_data
+from verimod.models.baseline.default import cache_folder, cache_key, default_model, default_training_data
 from verimod.models.baseline.model import MODEL_VERSION, BaselineModel, BaselinePrediction
-from verimod.models.baseline.training import training_data_sha256
+from verimod.models.baseline.training import StageCallback, training_data_sha256
 from verimod.models.registry import backends
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, VOCABULARY
 
@@ -58,6 +58,7 @@ class BaselineBackend(ModelBackend):
     """The embedded baseline model (see the module docstring)."""
 
     prefix = "baseline"
+    in_process = True
     kind = "generative"
     batch_size = 256
     max_concurrency = 1
@@ -97,11 +98,22 @@ class BaselineBackend(ModelBackend):
         model's cache key or a saved model's file fingerprint)."""
         return dict(self._identity)
 
-    def model(self) -> BaselineModel:
-        """The model, loading or training the default one on first use (thread-safe)."""
+    @property
+    def needs_training(self) -> bool:
+        """True when the first prediction would train the default model (it is not cached yet)."""
+        return self._model is None and not cache_folder(self._identity["cache_key"]).is_dir()
+
+    @property
+    def model_cache_folder(self) -> Path | None:
+        """Where the default model is cached (None for a ``baseline:DIR`` model)."""
+        return None if self.name else cache_folder(self._identity["cache_key"])
+
+    def model(self, on_stage: StageCallback | None = None) -> BaselineModel:
+        """The model, loading or training the default one on first use (thread-safe);
+        ``on_stage`` hears the training stages when it trains."""
         with self._lock:
             if self._model is None:
-                self._model = default_model()
+                self._model = default_model(on_stage)
             return self._model
 
     def _predict(self, texts: list[str]) -> list[BaselinePrediction]:

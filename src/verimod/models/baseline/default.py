@@ -22,7 +22,7 @@ from pathlib import Path
 from verimod.core.errors import InputError
 from verimod.core.paths import cache_dir
 from verimod.models.baseline.model import MODEL_VERSION, BaselineConfig, BaselineModel
-from verimod.models.baseline.training import train_baseline, training_data_sha256
+from verimod.models.baseline.training import StageCallback, train_baseline, training_data_sha256
 from verimod.tasks.varm.schema import VarmReference
 from verimod.tasks.varm.starter import load_starter
 
@@ -40,20 +40,28 @@ def default_training_data() -> list[VarmReference]:
     return load_starter("train")
 
 
+def cache_folder(key: str) -> Path:
+    """The cache folder of the model with cache key ``key`` (see :func:`cache_key`)."""
+    return cache_dir() / "baseline" / key
+
+
 def cached_model_dir(references: Sequence[VarmReference], seed: int = 0) -> Path:
     """Where the model trained on ``references`` with ``seed`` lives in the cache."""
-    return cache_dir() / "baseline" / cache_key(training_data_sha256(references), seed)
+    return cache_folder(cache_key(training_data_sha256(references), seed))
 
 
-def load_or_train(references: Sequence[VarmReference], seed: int = 0) -> BaselineModel:
-    """The model trained on ``references``: from the cache, or trained now and cached."""
+def load_or_train(
+    references: Sequence[VarmReference], seed: int = 0, on_stage: StageCallback | None = None
+) -> BaselineModel:
+    """The model trained on ``references``: from the cache, or trained now (``on_stage``
+    hears the training stages) and cached."""
     target = cached_model_dir(references, seed)
     if target.is_dir():
         try:
             return BaselineModel.load(target)
         except InputError:
             shutil.rmtree(target, ignore_errors=True)  # a damaged cache entry: rebuild it
-    model = train_baseline(references, seed)
+    model = train_baseline(references, seed, on_stage=on_stage)
     save_into_cache(model, target)
     return model
 
@@ -74,6 +82,6 @@ def save_into_cache(model: BaselineModel, target: Path) -> None:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def default_model() -> BaselineModel:
-    """The default baseline model (starter train split, seed 0)."""
-    return load_or_train(default_training_data())
+def default_model(on_stage: StageCallback | None = None) -> BaselineModel:
+    """The default baseline model (starter train split, seed 0); trained on first use."""
+    return load_or_train(default_training_data(), on_stage=on_stage)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,10 +42,20 @@ def training_data_sha256(references: Sequence[VarmReference]) -> str:
     return digest.hexdigest()
 
 
+#: ``on_stage(done, total, name)``: called as each training stage begins (``done`` finished of ``total``)
+StageCallback = Callable[[int, int, str], None]
+#: the training stages, in order (one classifier per discrete field in between)
+STAGES = ("character n-grams", "target spans", "out-of-fold target spans", "implicit targets")
+
+
 def train_baseline(
-    references: Sequence[VarmReference], seed: int = 0, config: BaselineConfig | None = None
+    references: Sequence[VarmReference],
+    seed: int = 0,
+    config: BaselineConfig | None = None,
+    on_stage: StageCallback | None = None,
 ) -> BaselineModel:
-    """Train a baseline model on ``references`` (at least one record; ``ValueError`` if none)."""
+    """Train a baseline model on ``references`` (at least one record; ``ValueError`` if none).
+    ``on_stage`` is told each stage as it begins (progress only; it cannot change the model)."""
     if not references:
         raise ValueError("no training records")
     partial = [r.id for r in references if not r.is_complete]
@@ -56,10 +66,14 @@ def train_baseline(
     # One BLAS/OpenMP thread: the problems are small, and competing thread pools made lbfgs
     # ten times slower on a 2-core machine; one thread also keeps the arithmetic order fixed.
     with threadpool_limits(limits=1):
-        return _train(references, seed, config or BaselineConfig())
+        return _train(references, seed, config or BaselineConfig(), on_stage or (lambda done, total, name: None))
 
 
-def _train(references: Sequence[VarmReference], seed: int, config: BaselineConfig) -> BaselineModel:
+def _train(
+    references: Sequence[VarmReference], seed: int, config: BaselineConfig, on_stage: StageCallback
+) -> BaselineModel:
+    total = len(STAGES) + len(DISCRETE_FIELDS)
+    on_stage(0, total, STAGES[0])
     texts = [r.text for r in references]
     records = [r.record() for r in references]  # complete: checked by train_baseline
     targets = [r.target for r in records]
@@ -73,8 +87,10 @@ def _train(references: Sequence[VarmReference], seed: int, config: BaselineConfi
     if len(sample) > config.span_max_texts:
         sample = sorted(random.Random(seed).sample(sample, config.span_max_texts))
     sample_texts, sample_targets = [texts[k] for k in sample], [targets[k] for k in sample]
+    on_stage(1, total, STAGES[1])
     span_data = SpanTrainingSet(sample_texts, sample_targets, config.span_max_len, config.span_negatives, seed)
     span_scorer = SpanScorer(span_data.names, span_data.fit(config.span_c), targets, config.span_max_len)
+    on_stage(2, total, STAGES[2])
     spans = out_of_fold_spans(sample_texts, span_data, sample_targets, config.oof_folds, config.span_c, seed)
     target_vectorizer = CharNgramVectorizer.fit(
         [s[0] for s in spans if s is not None], 1, config.target_ngram_max, True, config.sublinear_tf
@@ -82,7 +98,8 @@ def _train(references: Sequence[VarmReference], seed: int, config: BaselineConfi
     space = FeatureSpace(vectorizer, target_vectorizer, config.target_weight)
     sample_features = space.build(text_rows[sample], spans)
     classifiers = {}
-    for f in DISCRETE_FIELDS:
+    for done, f in enumerate(DISCRETE_FIELDS, 3):
+        on_stage(done, total, f"{f} classifier")
         columns = space.columns(config.blocks[f])
         if set(config.blocks[f]) == {"text"}:  # text columns only: every record
             rows, y = text_rows, [getattr(r, f) for r in records]
@@ -92,6 +109,7 @@ def _train(references: Sequence[VarmReference], seed: int, config: BaselineConfi
         weights = np.zeros((clf.weights.shape[0], space.n_features))
         weights[:, columns] = clf.weights
         classifiers[f] = LinearSoftmax(f, weights, clf.bias)
+    on_stage(total - 1, total, STAGES[3])
     implicit_rows = [
         k
         for k, r in enumerate(records)
