@@ -241,7 +241,7 @@ def validate(
             typer.echo(one_line(str(problem), 1000))
         if not quiet:
             verdict = "OK" if not problems else f"{len(problems)} problem(s)"
-            console.print(f"{reference}: {count} item(s) checked, {verdict}")
+            console.print(f"{reference}: {count} item(s) checked, {verdict}", soft_wrap=True)
     if problems:
         raise typer.Exit(2)
 
@@ -291,8 +291,8 @@ def demo(
         if out is None:
             console.print("No files kept (keep them with --out DIR).")
         else:
-            console.print(f"Files kept in {out}; re-score them with:")
-            # one line, never folded by Rich, so that it can be copied whole
+            # lines never folded by Rich (a path cut in two cannot be copied); the terminal wraps them
+            console.print(Text(f"Files kept in {out}; re-score them with:"), soft_wrap=True)
             console.print(Text(f"  verimod score {pred_path} --ref {ref_path}"), soft_wrap=True)
 
 

@@ -217,16 +217,21 @@ class RunStore:
         if not path.exists():
             return latest
         complete = _complete_lines(path)
-        for line, obj in scan_jsonl(path):
-            if complete is not None and line > complete:
-                break
-            if isinstance(obj, InputError):
-                raise obj
-            try:
-                record = SampleRecord.model_validate(obj)
-            except ValidationError as exc:
-                raise InputError.at(str(path), line, None, f"not a sample record: {exc.errors()[0]['msg']}") from None
-            latest[(record.id, record.repeat)] = record
+        try:
+            for line, obj in scan_jsonl(path):
+                if complete is not None and line > complete:
+                    break
+                if isinstance(obj, InputError):
+                    raise obj
+                try:
+                    record = SampleRecord.model_validate(obj)
+                except ValidationError as exc:
+                    message = f"not a sample record: {exc.errors()[0]['msg']}"
+                    raise InputError.at(str(path), line, None, message) from None
+                latest[(record.id, record.repeat)] = record
+        except InputError as exc:  # the torn line itself cannot even be decoded: ignore it
+            if complete is None or exc.problem.line is None or exc.problem.line <= complete:
+                raise
         return latest
 
     def append(self, record: SampleRecord | dict[str, Any]) -> None:
