@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.memory import release_memory
 from tests.models.local_model import GGUF_NAME, GGUF_SHA256, GGUF_SIZE, assert_cut_at_stop_string, gguf_or_skip
 from verimod.models import (
     BackendError,
@@ -112,6 +113,7 @@ def backend() -> Iterator[GgufBackend]:
     assert isinstance(created, GgufBackend)
     yield created
     asyncio.run(created.aclose())
+    release_memory()
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.memory import release_memory
 from tests.models.local_model import assert_cut_at_stop_string, hf_dir_or_skip
 from verimod.models import (
     BackendError,
@@ -140,6 +141,7 @@ def backend(model_dir: Path) -> Iterator[HfBackend]:
     assert isinstance(created, HfBackend)
     yield created
     asyncio.run(created.aclose())
+    release_memory()
 
 
 @pytest.mark.slow
@@ -193,11 +195,13 @@ def test_a_fresh_lora_adapter_loads_and_generates(backend: HfBackend, model_dir:
     import torch
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True, **{dtype_keyword(): torch.float32})
+    # bfloat16 is enough to make the adapter (its weights are float32 either way) and takes half the memory
+    base = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True, **{dtype_keyword(): torch.bfloat16})
     config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
     adapter_dir = tmp_path / "lora"
     peft.get_peft_model(base, config).save_pretrained(adapter_dir)
     del base
+    release_memory()
 
     adapted = create_backend(f"hf:{model_dir}", BackendOptions(threads=2, adapter=str(adapter_dir)))
     try:
@@ -211,6 +215,8 @@ def test_a_fresh_lora_adapter_loads_and_generates(backend: HfBackend, model_dir:
         assert isinstance(identity["adapter_sha256"], str) and len(identity["adapter_sha256"]) == 64
     finally:
         asyncio.run(adapted.aclose())
+        del adapted
+        release_memory()
 
 
 @pytest.mark.slow

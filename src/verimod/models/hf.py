@@ -1,7 +1,7 @@
 """``hf:<path-or-hub-id>`` — a Hugging Face transformers causal LM run in-process.
 
 Install with ``pip install 'verimod[hf]'`` after a torch build that suits the machine
-(CPU: ``pip install torch==2.13.0``).
+(CPU: ``pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu``).
 
 Loading: an existing local folder (or a name starting with ``/``, ``.`` or ``~``) is loaded
 offline (``local_files_only``); anything else is a hub id loaded the normal way, which
