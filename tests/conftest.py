@@ -1,11 +1,21 @@
-"""Shared fixtures: canonical rationales, reference files, the shared real-data folder."""
+"""Shared fixtures: canonical rationales, reference files, the shared real-data folder.
+
+llama.cpp and torch each bring an OpenMP runtime whose idle threads spin by default; in one
+test process on a small machine (CI: 2 cores) the two pools starve each other and the tests
+with real models take several times as long. Passive waiting avoids that. It is set here, in
+the first file pytest loads, so that it holds before any test imports torch or llama_cpp
+(whatever runs first); a value the caller set is kept.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -5,7 +5,6 @@ its first checkpoint that, resumed, ends exactly where the uninterrupted run end
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,8 +18,6 @@ from verimod.train.sft_checkpoint import latest_checkpoint
 from verimod.train.sft_config import SftConfig
 from verimod.train.sft_data import IGNORE_INDEX, encode_example
 from verimod.train.sft_loop import StepReport, train_sft
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see tests/models/conftest.py
 
 #: A short prompt keeps the CPU steps short; training and evaluation must use the same one.
 SHORT_PROMPT = {
