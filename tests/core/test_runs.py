@@ -35,15 +35,25 @@ def test_create_append_reopen(tmp_path):
         RunStore.create(tmp_path, manifest(), [])
 
 
-@pytest.mark.parametrize("tail", [b'{"id": "c", "prompt', b"{", b'{"id": "c"' + "中".encode()[:2]])
-def test_torn_last_line_is_cut_on_reopen(tmp_path, tail):
-    store = RunStore.create(tmp_path, manifest(), [])
+TORN_TAILS = [b'{"id": "c", "prompt', b"{", b'{"id": "c"' + "中".encode()[:2]]
+
+
+def torn_run(root, tail):
+    """A run with one finished sample and ``tail``, a line torn off mid-write; returns the
+    samples file and its content before the tear."""
+    store = RunStore.create(root, manifest(), [])
     store.append(SampleRecord(id="a", prompt_hash="h", output="x"))
     store.close()
-    path = tmp_path / "r1" / "samples.jsonl"
+    path = root / "r1" / "samples.jsonl"
     good = path.read_bytes()
     with open(path, "ab") as handle:
         handle.write(tail)
+    return path, good
+
+
+@pytest.mark.parametrize("tail", TORN_TAILS)
+def test_torn_last_line_is_cut_on_reopen(tmp_path, tail):
+    path, good = torn_run(tmp_path, tail)
     reopened = RunStore.open(tmp_path / "r1")
     assert path.read_bytes() == good
     assert list(reopened.samples()) == [("a", 0)]
@@ -77,14 +87,9 @@ def test_model_label_names_the_adapter():
     assert tuned.model_label == "hf:/m + LoRA sft/adapter"
 
 
-@pytest.mark.parametrize("tail", [b'{"id": "c", "prompt', b"{", b'{"id": "c"' + "中".encode()[:2]])
+@pytest.mark.parametrize("tail", TORN_TAILS)
 def test_read_only_store_skips_a_torn_line_and_never_writes(tmp_path, tail):
-    store = RunStore.create(tmp_path, manifest(), [])
-    store.append(SampleRecord(id="a", prompt_hash="h", output="x"))
-    store.close()
-    path = tmp_path / "r1" / "samples.jsonl"
-    with open(path, "ab") as handle:
-        handle.write(tail)
+    path, _ = torn_run(tmp_path, tail)
     torn = path.read_bytes()
     stamp = path.stat().st_mtime_ns
     reader = RunStore.open(tmp_path / "r1", read_only=True)
