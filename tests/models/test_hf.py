@@ -27,7 +27,7 @@ from verimod.models import (
     create_backend,
 )
 from verimod.models._local import SerialRunner, check_extra_body, check_options, sha256_tree, truncate_at_stop
-from verimod.models.hf import HfBackend, dtype_keyword, local_model_path
+from verimod.models.hf import HfBackend, local_model_path
 
 SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
 COMMENTS = (
@@ -187,36 +187,6 @@ def test_identity(backend: HfBackend, model_dir: Path) -> None:
     assert identity["model"] == str(model_dir)
     assert identity["dtype"] == "float32" and identity["device"] == "cpu"
     assert identity["adapter"] is None and identity["adapter_sha256"] is None
-
-
-@pytest.mark.slow
-def test_a_fresh_lora_adapter_loads_and_generates(backend: HfBackend, model_dir: Path, tmp_path: Path) -> None:
-    peft = pytest.importorskip("peft", reason="peft is not installed; pip install -e '.[hf]'")
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    # bfloat16 is enough to make the adapter (its weights are float32 either way) and takes half the memory
-    base = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True, **{dtype_keyword(): torch.bfloat16})
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-    adapter_dir = tmp_path / "lora"
-    peft.get_peft_model(base, config).save_pretrained(adapter_dir)
-    del base
-    release_memory()
-
-    adapted = create_backend(f"hf:{model_dir}", BackendOptions(threads=2, adapter=str(adapter_dir)))
-    try:
-        short = request(max_tokens=8)
-        response = asyncio.run(adapted.generate(short))
-        assert response.text
-        # A fresh LoRA adapter starts with B = 0, so it must not change the greedy output.
-        assert response.text == asyncio.run(backend.generate(short)).text
-        identity = adapted.identity()
-        assert identity["adapter"] == str(adapter_dir)
-        assert isinstance(identity["adapter_sha256"], str) and len(identity["adapter_sha256"]) == 64
-    finally:
-        asyncio.run(adapted.aclose())
-        del adapted
-        release_memory()
 
 
 @pytest.mark.slow
