@@ -1,4 +1,12 @@
-"""Shared fixtures: canonical rationales, reference files, the shared real-data folder."""
+"""Shared fixtures: canonical rationales, reference files, the shared real-data folder.
+
+llama.cpp and torch each bring an OpenMP runtime whose idle threads spin by default; in one
+test process on a small machine (CI: 2 cores) the two pools starve each other and the tests
+with real models take several times as long. Passive waiting avoids that. It is set here, in
+the first file pytest loads, so that it holds before any test imports torch or llama_cpp
+(whatever runs first); a value the caller set is kept. glibc is told not to keep freed memory
+(:func:`tests.helpers.memory.keep_heap_small`), so that the model tests fit in a few GB.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,11 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.memory import keep_heap_small
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+keep_heap_small()
 
 # No test may reach the Hugging Face hub: datasets, inspect_ai and lm-eval read these at import.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -256,9 +256,37 @@ def test_bad_data_files_exit_2_naming_the_line(cli, tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_json_to_stdout_is_the_only_stdout(cli, tmp_path, monkeypatch):
+def test_json_to_stdout_is_the_only_stdout_and_the_shipped_baseline_trains_nothing(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
     result = cli("eval", "--limit", "3", "--runs-dir", tmp_path / "runs", "--json", "-")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["n"] == 3
-    assert "run " in result.stderr
+    assert "run " in result.stderr and "training" not in result.stderr
+    assert not (tmp_path / "cache" / "baseline").exists()
+
+
+def test_first_use_without_the_shipped_model_says_it_trains(cli, tmp_path, monkeypatch):
+    from verimod.models.baseline import default
+
+    monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(default, "prebuilt_dir", lambda: tmp_path / "no-shipped-model")
+    result = cli("eval", "--data", "starter", "--limit", "3", "--runs-dir", tmp_path / "runs", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == 3
+    # the empty cache: the fallback is trained first, and the user is told so, on stderr
+    notice, done = result.stderr.splitlines()[:2]
+    assert notice == (
+        "training the baseline model on the starter train split (the shipped model is missing; first use only; "
+        f"cached in {tmp_path / 'cache' / 'baseline'}/{next((tmp_path / 'cache' / 'baseline').iterdir()).name})"
+    )
+    assert re.fullmatch(r"baseline model trained in \d+\.\d s", done)
+    again = cli("eval", "--data", "starter", "--limit", "3", "--runs-dir", tmp_path / "runs", "--json", "-")
+    assert again.exit_code == 0 and "training" not in again.stderr
+    assert json.loads(again.stdout) == json.loads(result.stdout)
+
+
+def test_model_help_names_every_backend(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    text = cli("eval", "--help").stdout
+    for prefix in ("baseline", "openai:", "gguf:", "hf:", "hfcls:", "scripted:"):
+        assert prefix in text

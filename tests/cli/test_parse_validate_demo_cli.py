@@ -1,5 +1,8 @@
 import json
 import re
+import tempfile
+
+import pytest
 
 from tests.conftest import CANONICAL, rationale, reference_row, write_lines
 from verimod.tasks.varm.starter import starter_path
@@ -173,3 +176,59 @@ def test_validate_splits_flags_drift_beyond_chance(cli, tmp_path):
     result = cli("validate", path, "--splits")
     assert result.exit_code == 2 and "split 'test': label 'harmful' is 40.0% vs 25.0% overall" in result.stdout
     assert "p = " in result.stdout
+
+
+def test_demo_without_out_leaves_no_folder_behind(cli, tmp_path, monkeypatch):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    for _ in range(2):
+        result = cli("demo")
+        assert result.exit_code == 0, result.stderr
+        assert "No files kept (keep them with --out DIR)." in result.stdout
+    assert list(scratch.iterdir()) == []
+
+
+def test_demo_suggests_a_command_that_survives_80_columns(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = tmp_path / "a-folder-with-a-long-name-so-that-the-command-is-wider-than-the-terminal"
+    result = cli("demo", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    (command,) = [line.strip() for line in lines if line.strip().startswith("verimod score ")]
+    predictions, references = out / "demo_predictions.jsonl", out / f"starter_{'test'}.jsonl"
+    assert command == f"verimod score {predictions} --ref {references}"  # one line, never folded
+    assert f"Files kept in {out}; re-score them with:" in " ".join(result.stdout.split())
+    rescored = cli(*command.split()[1:], "--json", "-")  # the suggestion, as printed, works
+    assert rescored.exit_code == 0 and json.loads(rescored.stdout)["n"] == 128
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("refs.csv", "id,text,label\n" + "".join(f"{i},文本{i},1\n" for i in range(300)), "a CSV file"),
+        ("refs.tsv", "id\ttext\n" + "".join(f"{i}\t文本{i}\n" for i in range(50)), "a TSV file"),
+        ("refs.json", json.dumps([{"id": "a", "text": "t"}]), "a JSON document"),
+        ("refs.jsonl", "id,text\n1,文本\n2,文本\n", "not JSON Lines"),
+    ],
+)
+def test_validate_a_file_that_is_not_json_lines_is_one_line_with_a_hint(cli, tmp_path, name, content, kind):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    result = cli("validate", path)
+    assert result.exit_code == 2
+    problem, verdict = result.stdout.strip().splitlines()
+    prefix = f"{path}:1: {kind}" + (", not JSON Lines" if kind != "not JSON Lines" else "")
+    assert problem.startswith(prefix + " (one JSON object per line); convert it first: verimod data convert ")
+    assert f"{path} refs.jsonl" in problem and "verimod data convert --list" in problem
+    assert verdict == f"{path}: 0 item(s) checked, 1 problem(s)"
+    as_json = json.loads(cli("validate", path, "--json").stdout)
+    assert len(as_json["problems"]) == 1 and as_json["problems"][0]["line"] == 1
+
+
+def test_validate_still_reports_each_broken_line_of_a_json_lines_file(cli, tmp_path):
+    rows = [json.dumps(reference_row(f"r{i}"), ensure_ascii=False) for i in range(3)]
+    path = write_lines(tmp_path / "refs.jsonl", [rows[0], "{broken", rows[1], "not json either", rows[2]])
+    result = cli("validate", path)
+    assert result.exit_code == 2
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()[:2]] == [f"{path}:2", f"{path}:4"]

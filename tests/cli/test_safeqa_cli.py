@@ -202,7 +202,8 @@ def test_real_local_judge_beside_two_scripted_ones(cli, workspace):
     real = SHARED_DATA / "jade" / "jade_alignment_medium_zh.csv"
     source = real if real.is_file() else csv  # the real JADE file in the workspace, the fixture elsewhere
     data = tmp / "safeqa"
-    assert cli("safeqa", "import", source, data, "--from", "jade", "--limit", "6").exit_code == 0
+    # three JADE questions, each with a safe and an unsafe answer: six pairs for the real model to judge
+    assert cli("safeqa", "import", source, data, "--from", "jade", "--limit", "3").exit_code == 0
     pairs = [json.loads(x) for x in (data / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
     labels = {
         f"{p['query_id']}::{p['model']}": ("unsafe" if p["model"] == "jade-unsafe-answer" else "safe") for p in pairs

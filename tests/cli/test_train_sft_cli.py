@@ -102,11 +102,17 @@ def _records_file(path: Path, split: str, n: int) -> Path:
     return write_lines(path, [json.loads(r.model_dump_json(exclude_none=True)) for r in load_starter(split)[:n]])
 
 
+#: Training examples: one epoch of TRAIN_ITEMS sequences in STEPS optimizer steps of two (batch 1,
+#: gradient accumulation 2: one sequence in memory at a time), the dev loss taken every EVERY steps.
+TRAIN_ITEMS, STEPS, EVERY = 24, 12, 4
+
+
 @pytest.mark.slow
 def test_sft_then_eval_beside_zero_shot_then_merge(cli, tmp_path: Path, monkeypatch) -> None:
-    """A few dozen LoRA steps on the starter train split: the dev loss falls; the adapter loads
+    """A dozen LoRA steps on the starter train split: the dev loss falls; the adapter loads
     through the hf backend, generates, is scored and compared with zero-shot of the same base;
     the merged model gives the adapter's logits."""
+    from tests.helpers.memory import release_memory
     from tests.models.local_model import hf_dir_or_skip
     from tests.train.test_sft_real import short_prompt
     from verimod.train.sft_data import references_sha256
@@ -114,36 +120,38 @@ def test_sft_then_eval_beside_zero_shot_then_merge(cli, tmp_path: Path, monkeypa
     base = hf_dir_or_skip()
     monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
     train, dev, prompt = (
-        _records_file(tmp_path / "train.jsonl", "train", 48),
-        _records_file(tmp_path / "dev.jsonl", "dev", 4),
+        _records_file(tmp_path / "train.jsonl", "train", TRAIN_ITEMS),
+        _records_file(tmp_path / "dev.jsonl", "dev", 2),
         short_prompt(tmp_path),
     )
     out = tmp_path / "sft"
-    options = {"--prompt-template": prompt, "--max-steps": 24, "--batch-size": 2, "--grad-accum": 1,
-               "--eval-every": 8, "--lora-r": 8, "--max-length": 512}  # fmt: skip
+    options = {"--prompt-template": prompt, "--max-steps": STEPS, "--batch-size": 1, "--grad-accum": 2,
+               "--eval-every": EVERY, "--lora-r": 8, "--max-length": 512}  # fmt: skip
     flat = [str(x) for pair in options.items() for x in pair]
     result = cli("train", "sft", "--model", base, "--out", out, "--train", train, "--dev", dev, *flat, "--json", "-")
+    release_memory()  # the trained model holds reference cycles; one model in memory at a time
     assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
     dev_losses = [h["dev_loss"] for h in summary["history"] if "dev_loss" in h]
-    assert len(dev_losses) == 4 and summary["steps"] == 24
+    assert len(dev_losses) == 1 + STEPS // EVERY and summary["steps"] == STEPS
     assert summary["best_dev_loss"] == min(dev_losses[1:]) < dev_losses[0]
     adapter = out / "adapter"
     info = json.loads((adapter / "verimod_training.json").read_text(encoding="utf-8"))
-    assert info["train_sha256"] == references_sha256(load_starter("train")[:48])
+    assert info["train_sha256"] == references_sha256(load_starter("train")[:TRAIN_ITEMS])
     assert info["config"]["prompt_template"] == str(prompt) and (adapter / "adapter_config.json").is_file()
 
     runs = tmp_path / "runs"
-    common = ("--data", dev, "--prompt-template", prompt, "--limit", "3", "--max-tokens", "160", "--runs-dir", runs)
+    common = ("--data", dev, "--prompt-template", prompt, "--limit", "2", "--max-tokens", "48", "--runs-dir", runs)
     tuned = cli("eval", "--model", f"hf:{base}", "--adapter", adapter, *common, "--json", "-")
     assert tuned.exit_code == 0, tuned.stderr
     zero = cli("eval", "--model", f"hf:{base}", *common, "--json", "-")
     assert zero.exit_code == 0, zero.stderr
+    release_memory()
     run_dirs = sorted(runs.iterdir())
     assert len(run_dirs) == 2
     for run in run_dirs:
         samples = [json.loads(x) for x in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
-        assert len(samples) == 3 and all(s["output"] for s in samples)
+        assert len(samples) == 2 and all(s["output"] for s in samples)
     for metrics in (json.loads(tuned.stdout), json.loads(zero.stdout)):
         assert 0.0 <= metrics["parse_rate"] <= 1.0
     compared = cli("runs", "compare", *run_dirs, "--format", "json")
@@ -157,15 +165,18 @@ def test_sft_then_eval_beside_zero_shot_then_merge(cli, tmp_path: Path, monkeypa
         cli("train", "merge", "--model", base, "--adapter", adapter, "--out", merged, "--dtype", "float32").exit_code
         == 0
     )
+    release_memory()
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     ids = tokenizer("评论：小县城公务员离了编制啥也不是。", return_tensors="pt")
-    with torch.inference_mode():
+    with torch.inference_mode():  # one model at a time
         with_adapter = PeftModel.from_pretrained(
             AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32), str(adapter)
         )(**ids).logits
+        release_memory()
         plain = AutoModelForCausalLM.from_pretrained(merged, dtype=torch.float32)(**ids).logits
+        release_memory()
     assert (with_adapter - plain).abs().max().item() < 1e-3

@@ -1,6 +1,7 @@
 """The engine with an in-memory backend: retries, adaptation, errors, cache — nothing lost."""
 
 import asyncio
+import time
 from collections import Counter
 
 import pytest
@@ -147,3 +148,40 @@ def test_request_timeout_bounds_each_attempt(timeout):
 
     outcomes, _ = run(Slow(), requests(2), EngineConfig(request_timeout_s=timeout, max_retries=1, backoff_base_s=0.001))
     assert all(o.error is not None and o.error.kind == "timeout" and o.attempts == 2 for o in outcomes)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_server_backends_are_timed_out_whatever_their_batch_size(batch_size):
+    class Slow(Flaky):
+        async def generate(self, request):
+            await asyncio.sleep(1)
+            return ModelResponse(text="late")
+
+    config = EngineConfig(request_timeout_s=0.05, max_retries=0)
+    outcomes, _ = run(Slow(batch_size=batch_size), requests(2), config)
+    assert [o.error.kind if o.error else None for o in outcomes] == ["timeout", "timeout"]
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_in_process_backends_are_never_timed_out(batch_size):
+    """Abandoning a computation in this process would not stop it (issue #14: a gguf model
+    freed under a running decode crashed the process): in-process backends run to the end."""
+
+    class LocalModel(Flaky):
+        in_process = True
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.finished = 0
+
+        async def generate(self, request):
+            await asyncio.to_thread(time.sleep, 0.3)  # longer than the timeout
+            self.finished += 1
+            return ModelResponse(text=f"answer {request.sample_id}")
+
+    backend = LocalModel(batch_size=batch_size, max_concurrency=1)
+    outcomes, stats = run(backend, requests(2), EngineConfig(request_timeout_s=0.05, max_retries=0))
+    answers = {o.request.sample_id: o.response.text if o.response else o.error for o in outcomes}
+    assert answers == {"s0": "answer s0", "s1": "answer s1"}
+    assert stats.errors == 0 and backend.finished == 2
+    assert all(o.latency_s >= 0.05 for o in outcomes)

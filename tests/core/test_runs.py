@@ -3,7 +3,7 @@ import json
 import pytest
 
 from verimod.core.errors import InputError
-from verimod.core.runs import RunManifest, RunStore, SampleRecord
+from verimod.core.runs import RunManifest, RunStore, SampleRecord, resolve_run_dir, run_ids, short_ids
 
 
 def manifest(run_id="r1"):
@@ -35,15 +35,25 @@ def test_create_append_reopen(tmp_path):
         RunStore.create(tmp_path, manifest(), [])
 
 
-@pytest.mark.parametrize("tail", [b'{"id": "c", "prompt', b"{", b'{"id": "c"' + "中".encode()[:2]])
-def test_torn_last_line_is_cut_on_reopen(tmp_path, tail):
-    store = RunStore.create(tmp_path, manifest(), [])
+TORN_TAILS = [b'{"id": "c", "prompt', b"{", b'{"id": "c"' + "中".encode()[:2]]
+
+
+def torn_run(root, tail):
+    """A run with one finished sample and ``tail``, a line torn off mid-write; returns the
+    samples file and its content before the tear."""
+    store = RunStore.create(root, manifest(), [])
     store.append(SampleRecord(id="a", prompt_hash="h", output="x"))
     store.close()
-    path = tmp_path / "r1" / "samples.jsonl"
+    path = root / "r1" / "samples.jsonl"
     good = path.read_bytes()
     with open(path, "ab") as handle:
         handle.write(tail)
+    return path, good
+
+
+@pytest.mark.parametrize("tail", TORN_TAILS)
+def test_torn_last_line_is_cut_on_reopen(tmp_path, tail):
+    path, good = torn_run(tmp_path, tail)
     reopened = RunStore.open(tmp_path / "r1")
     assert path.read_bytes() == good
     assert list(reopened.samples()) == [("a", 0)]
@@ -75,3 +85,79 @@ def test_model_label_names_the_adapter():
     assert plain.model_label == "scripted:x"
     tuned = plain.model_copy(update={"model": "hf:/m", "backend_options": {"adapter": "sft/adapter"}})
     assert tuned.model_label == "hf:/m + LoRA sft/adapter"
+
+
+@pytest.mark.parametrize("tail", TORN_TAILS)
+def test_read_only_store_skips_a_torn_line_and_never_writes(tmp_path, tail):
+    path, _ = torn_run(tmp_path, tail)
+    torn = path.read_bytes()
+    stamp = path.stat().st_mtime_ns
+    reader = RunStore.open(tmp_path / "r1", read_only=True)
+    assert list(reader.samples()) == [("a", 0)]
+    assert path.read_bytes() == torn and path.stat().st_mtime_ns == stamp
+    for write in (reader.save_manifest, lambda: reader.append({"id": "b"}), lambda: reader.write_results({}, [])):
+        with pytest.raises(RuntimeError, match="read-only"):
+            write()
+    assert path.read_bytes() == torn
+
+
+def test_read_only_store_still_reports_a_bad_line_before_the_end(tmp_path):
+    store = RunStore.create(tmp_path, manifest(), [])
+    store.close()
+    path = tmp_path / "r1" / "samples.jsonl"
+    path.write_bytes(b'{"id": "a", "prompt_hash": "h"}\n{oops}\n{"id": "torn')
+    with pytest.raises(InputError, match=r"samples.jsonl:2: invalid JSON"):
+        RunStore.open(tmp_path / "r1", read_only=True).samples()
+
+
+def make_runs(root, names):
+    for name in names:
+        RunStore.create(root, manifest(name), [])
+    return root
+
+
+def test_resolve_run_dir_by_path_id_prefix_and_short_id(tmp_path, monkeypatch):
+    ids = ["20261201-134846-baseline-zero-shot", "20261201-134846-baseline-taxonomy", "20261202-090000-gguf-k-shot"]
+    root = make_runs(tmp_path / "runs", ids)
+    assert resolve_run_dir(root / ids[0], root) == root / ids[0]
+    assert resolve_run_dir(ids[1], root) == root / ids[1]
+    assert resolve_run_dir("20261202", root) == root / ids[2]
+    assert resolve_run_dir(root / "20261202", "elsewhere") == root / ids[2]  # a prefix in a folder given as a path
+    for run_id, short in short_ids(run_ids(root)).items():
+        assert resolve_run_dir(short, root) == root / run_id
+    monkeypatch.chdir(tmp_path)  # the default runs folder is ./runs
+    assert resolve_run_dir("20261202") == root.relative_to(tmp_path) / ids[2]
+
+
+def test_resolve_run_dir_errors_are_one_line(tmp_path):
+    root = make_runs(tmp_path / "runs", ["20261201-134846-baseline-zero-shot", "20261201-134846-baseline-taxonomy"])
+    with pytest.raises(InputError, match=r"ambiguous run id: 2 runs in .* start with it \(20261201-134846-baseline-t"):
+        resolve_run_dir("20261201", root)
+    with pytest.raises(InputError, match=r"did you mean '20261201-134846-baseline-taxonomy'\?"):
+        resolve_run_dir("20261201-134846-baseline-taxonomi", root)
+    with pytest.raises(InputError, match="holds no runs"):
+        resolve_run_dir("20261201", tmp_path / "none")
+    with pytest.raises(InputError, match="not a run directory"):
+        resolve_run_dir(tmp_path, root)
+
+
+def test_short_ids_are_short_unique_and_resolve(tmp_path):
+    slug = "qwen2.5-7b-instruct-q4_k_m-with-a-long-name.gguf"
+    ids = [
+        "20261201-134846-baseline-zero-shot",
+        "20261201-134847-baseline-zero-shot",
+        "20261201-134847-baseline-zero-shot-2",  # started in the same second, same model and setting
+        f"20261201-134848-{slug}-zero-shot",
+        f"20261201-134848-{slug}-taxonomy",
+        f"20261201-134848-{slug}-k-shot",
+        "my-own-name",
+    ]
+    root = make_runs(tmp_path / "runs", ids)
+    shorts = short_ids(ids)
+    assert shorts["20261201-134846-baseline-zero-shot"] == "20261201-134846"
+    assert shorts["my-own-name"] == "my-own-name"
+    assert len(set(shorts.values())) == len(ids)
+    assert all(len(short) <= 20 for short in shorts.values())
+    assert shorts[f"20261201-134848-{slug}-k-shot"].startswith("20261201-134848~")
+    for run_id, short in shorts.items():
+        assert resolve_run_dir(short, root) == root / run_id

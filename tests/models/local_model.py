@@ -161,7 +161,7 @@ def hf_dir_or_skip() -> Path:
     """The de-quantised transformers folder for the hf backend; skips without the pieces,
     torch, transformers or gguf."""
     for module, hint in (
-        ("torch", "pip install torch==2.13.0"),
+        ("torch", "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"),
         ("transformers", "pip install -e '.[hf]'"),
         ("gguf", "pip install -e '.[hf]'"),
     ):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.memory import release_memory
 from tests.models.local_model import GGUF_NAME, GGUF_SHA256, GGUF_SIZE, assert_cut_at_stop_string, gguf_or_skip
 from verimod.models import (
     BackendError,
@@ -24,7 +25,6 @@ from verimod.models import (
     create_backend,
     split_spec,
 )
-from verimod.models._local import SerialRunner
 from verimod.models.gguf import GgufBackend
 
 SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
@@ -103,25 +103,6 @@ def test_corrupt_model_file_is_a_clear_error(tmp_path: Path) -> None:
     assert caught.value.kind == "client"
 
 
-def test_serial_runner_runs_one_call_at_a_time() -> None:
-    runner = SerialRunner()
-    active: list[int] = []
-    overlaps: list[int] = []
-
-    def work(value: int) -> int:
-        active.append(value)
-        overlaps.append(len(active))
-        time.sleep(0.02)
-        active.remove(value)
-        return value * 2
-
-    async def main() -> list[int]:
-        return list(await asyncio.gather(*(runner.run(lambda v=v: work(v)) for v in range(4))))
-
-    assert asyncio.run(main()) == [0, 2, 4, 6]
-    assert max(overlaps) == 1
-
-
 # -- slow: the real model -------------------------------------------------------------------
 
 
@@ -132,6 +113,7 @@ def backend() -> Iterator[GgufBackend]:
     assert isinstance(created, GgufBackend)
     yield created
     asyncio.run(created.aclose())
+    release_memory()
 
 
 @pytest.mark.slow
@@ -216,3 +198,76 @@ def test_identity_has_the_file_hash_and_no_directory(backend: GgufBackend) -> No
     assert str(identity["runtime"]).startswith("llama-cpp-python ")
     assert str(Path(str(backend.path)).parent) not in json.dumps(identity)
     assert backend.identity() == identity  # cached, stable
+
+
+# -- slow: in-process generation is never abandoned (issue #14) -----------------------------------
+
+#: Starts a long generation, closes the backend as soon as decoding has begun, and reports how
+#: the close and the call ended. Run in its own process: freeing the model under a running
+#: decode (the bug) is a segmentation fault, which must fail this test, not end the test run.
+CLOSE_DURING_GENERATION = """
+import asyncio, json, sys, time
+from verimod.models import BackendError, BackendOptions, ChatMessage, GenerationParams, ModelRequest, create_backend
+
+backend = create_backend("gguf:" + sys.argv[1], BackendOptions(threads=2, context_size=1024))
+llm = backend._llm
+messages = (ChatMessage(role="user", content="写一篇关于长江的长文章，至少一千字。"),)
+long_request = ModelRequest(sample_id="long", messages=messages, params=GenerationParams(max_tokens=400))
+
+async def main():
+    first = long_request.model_copy(update={"params": GenerationParams(max_tokens=1)})
+    prompt_tokens = (await backend.generate(first)).prompt_tokens
+    llm.n_tokens = 0  # what reset() does first thing: the long call's progress starts from here
+    call = asyncio.create_task(backend.generate(long_request))
+    while llm.n_tokens <= prompt_tokens:  # until the prompt is evaluated and decoding has begun
+        await asyncio.sleep(0.005)
+    await backend.aclose()
+    report = {"prompt_tokens": prompt_tokens, "tokens_in_context": llm.n_tokens, "call_done_at_close": call.done()}
+    try:
+        await call
+        report["call"] = "answered"
+    except BackendError as exc:
+        report["call"] = [exc.kind, str(exc)]
+    try:
+        await backend.generate(long_request)
+        report["after"] = "answered"
+    except BackendError as exc:
+        report["after"] = [exc.kind, str(exc)]
+    print(json.dumps(report))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+def test_closing_during_generation_stops_it_and_frees_the_model_afterwards() -> None:
+    path = gguf_or_skip()
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSE_DURING_GENERATION, str(path)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"exit code {done.returncode}: {done.stderr[-2000:]}"
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["call_done_at_close"] is True  # aclose returned only after the generation had ended
+    assert report["call"] == ["client", "gguf: generation stopped: the backend was closed"]
+    generated = report["tokens_in_context"] - report["prompt_tokens"]
+    assert 1 <= generated < 400  # stopped at a decoding step, long before max_tokens
+    assert report["after"] == ["client", "gguf: the backend is closed"]
+
+
+@pytest.mark.slow
+def test_eval_with_a_timeout_shorter_than_one_generation_completes(tmp_path: Path) -> None:
+    """The reproduction of issue #14 (``--timeout 2`` on a CPU model segfaulted and left the run
+    ``running``), with a timeout far shorter than the generation."""
+    path = gguf_or_skip()
+    runs = tmp_path / "runs"
+    command = [sys.executable, "-m", "verimod", "eval", "--model", f"gguf:{path}", "--limit", "1",
+               "--timeout", "0.05", "--retries", "0", "--no-cache", "--max-tokens", "24", "--threads", "2",
+               "--context-size", "2048", "--runs-dir", str(runs), "--quiet"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"exit code {done.returncode}: {done.stderr[-2000:]}"
+    (run,) = runs.iterdir()
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "completed"
+    (sample,) = [json.loads(line) for line in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sample["error"] is None and sample["output"]
+    assert sample["latency_s"] > 0.05 and sample["attempts"] == 1

@@ -5,12 +5,15 @@ ones that run the real Qwen2.5-Coder-0.5B-Instruct model de-quantised from its G
 from __future__ import annotations
 
 import asyncio
+import copy
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.memory import release_memory
 from tests.models.local_model import assert_cut_at_stop_string, hf_dir_or_skip
 from verimod.models import (
     BackendError,
@@ -23,8 +26,8 @@ from verimod.models import (
     backends,
     create_backend,
 )
-from verimod.models._local import check_extra_body, check_options, sha256_tree, truncate_at_stop
-from verimod.models.hf import HfBackend, dtype_keyword, local_model_path
+from verimod.models._local import SerialRunner, check_extra_body, check_options, sha256_tree, truncate_at_stop
+from verimod.models.hf import HfBackend, local_model_path
 
 SYSTEM = "你是内容审核员。请用两三句话分析评论是否有害，并说明理由。"
 COMMENTS = (
@@ -138,6 +141,7 @@ def backend(model_dir: Path) -> Iterator[HfBackend]:
     assert isinstance(created, HfBackend)
     yield created
     asyncio.run(created.aclose())
+    release_memory()
 
 
 @pytest.mark.slow
@@ -186,26 +190,30 @@ def test_identity(backend: HfBackend, model_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_fresh_lora_adapter_loads_and_generates(backend: HfBackend, model_dir: Path, tmp_path: Path) -> None:
-    peft = pytest.importorskip("peft", reason="peft is not installed; pip install -e '.[hf]'")
-    import torch
-    from transformers import AutoModelForCausalLM
+def test_closing_during_generation_stops_it_before_dropping_the_model(backend: HfBackend) -> None:
+    """aclose() stops the running generation after its current step and returns only once it
+    has ended (issue #14). A shallow copy shares the loaded weights, so closing it leaves the
+    module's backend usable."""
+    closing = copy.copy(backend)
+    closing._runner = SerialRunner("hf")  # its own lock and close state
+    long_request = request(max_tokens=300, sample_id="long")
 
-    base = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True, **{dtype_keyword(): torch.float32})
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-    adapter_dir = tmp_path / "lora"
-    peft.get_peft_model(base, config).save_pretrained(adapter_dir)
-    del base
+    async def main() -> tuple[bool, BaseException | ModelResponse, BaseException | ModelResponse]:
+        call = asyncio.create_task(closing.generate(long_request))
+        while closing._runner._stop is None:  # until the generation call is running
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.3)  # into the decoding steps
+        await closing.aclose()
+        done_at_close = call.done()
+        first = (await asyncio.gather(call, return_exceptions=True))[0]
+        later = (await asyncio.gather(closing.generate(request(max_tokens=2)), return_exceptions=True))[0]
+        return done_at_close, first, later
 
-    adapted = create_backend(f"hf:{model_dir}", BackendOptions(threads=2, adapter=str(adapter_dir)))
-    try:
-        short = request(max_tokens=8)
-        response = asyncio.run(adapted.generate(short))
-        assert response.text
-        # A fresh LoRA adapter starts with B = 0, so it must not change the greedy output.
-        assert response.text == asyncio.run(backend.generate(short)).text
-        identity = adapted.identity()
-        assert identity["adapter"] == str(adapter_dir)
-        assert isinstance(identity["adapter_sha256"], str) and len(identity["adapter_sha256"]) == 64
-    finally:
-        asyncio.run(adapted.aclose())
+    t0 = time.monotonic()
+    done_at_close, first, later = asyncio.run(main())
+    assert done_at_close
+    assert isinstance(first, BackendError) and first.kind == "client"
+    assert str(first) == "hf: generation stopped: the backend was closed"
+    assert isinstance(later, BackendError) and str(later) == "hf: the backend is closed"
+    assert time.monotonic() - t0 < 60  # 300 tokens on CPU would take minutes
+    assert asyncio.run(backend.generate(request(max_tokens=2))).text is not None  # the original still works

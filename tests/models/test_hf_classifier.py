@@ -1,7 +1,7 @@
 """The ``hfcls:`` sequence-classifier backend: fast checks of specs and errors, and slow ones on
 a real transformers classifier — the Qwen2.5-Coder-0.5B backbone (de-quantised from its GGUF
-file, see ``local_model.py``) with a seeded three-way classification head — compared with a
-direct, unbatched transformers computation."""
+file, see ``local_model.py``; its first two layers, see :data:`LAYERS`) with a seeded three-way
+classification head — compared with a direct, unbatched transformers computation."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import write_lines
+from tests.helpers.memory import release_memory
 from tests.models.local_model import hf_dir_or_skip
 from verimod.models import BackendError, BackendOptions, ChatMessage, ModelRequest, ModelResponse, backends
 from verimod.models.registry import create_backend
@@ -70,47 +71,62 @@ def test_spec_and_option_errors(tmp_path: Path) -> None:
 # -- slow: a real classifier ---------------------------------------------------------------------
 
 
+#: Transformer layers of the backbone kept in the test classifier. What these tests check —
+#: batching, padding, text pairs, label order, probabilities against unbatched transformers —
+#: does not depend on depth; two of the 24 real layers keep the real architecture, weights and
+#: tokenizer at a third of the memory (three copies are alive at once) and time.
+LAYERS = 2
+
+
 @pytest.fixture(scope="module")
 def classifier_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real backbone with a seeded classification head, saved as a classifier folder."""
+    """The real backbone (its first :data:`LAYERS` layers) with a seeded classification head,
+    saved as a classifier folder."""
     source = hf_dir_or_skip()
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
+    config = AutoConfig.from_pretrained(source)
+    config.num_hidden_layers = LAYERS
+    if getattr(config, "layer_types", None):
+        config.layer_types = config.layer_types[:LAYERS]
+    config.num_labels = len(LABELS)
+    config.id2label = dict(enumerate(LABELS))
+    config.label2id = {label: i for i, label in enumerate(LABELS)}
     torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        source,
-        num_labels=3,
-        id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-    )
+    model = AutoModelForSequenceClassification.from_pretrained(source, config=config)
+    assert len(model.model.layers) == LAYERS
     tokenizer = AutoTokenizer.from_pretrained(source)
     model.config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     target = tmp_path_factory.mktemp("classifier")
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     del model
+    release_memory()
     return target
 
 
 @pytest.fixture(scope="module")
-def reference(classifier_dir: Path) -> Any:
+def reference(classifier_dir: Path) -> Iterator[Any]:
     """Unbatched probabilities straight from transformers: ``text or (a, b)`` → softmax row."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(classifier_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(classifier_dir, dtype=torch.float32).eval()
+    # held in a dict so that teardown can drop it (pytest keeps the fixture value until after teardown)
+    loaded = {"model": AutoModelForSequenceClassification.from_pretrained(classifier_dir, dtype=torch.float32).eval()}
 
     def probs(item: str | tuple[str, str]) -> dict[str, float]:
         encoded = (
             tokenizer(*item, return_tensors="pt") if isinstance(item, tuple) else tokenizer(item, return_tensors="pt")
         )
         with torch.inference_mode():
-            row = torch.softmax(model(**encoded).logits[0].float(), dim=-1).tolist()
+            row = torch.softmax(loaded["model"](**encoded).logits[0].float(), dim=-1).tolist()
         return dict(zip(LABELS, row, strict=True))
 
-    return probs
+    yield probs
+    loaded.clear()
+    release_memory()
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +134,7 @@ def backend(classifier_dir: Path) -> Iterator[Any]:
     created = create_backend(f"hfcls:{classifier_dir}", BackendOptions(threads=2, batch_size=8))
     yield created
     asyncio.run(created.aclose())
+    release_memory()
 
 
 @pytest.mark.slow

@@ -5,11 +5,11 @@ its first checkpoint that, resumed, ends exactly where the uninterrupted run end
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.memory import release_memory
 from tests.models.local_model import hf_dir_or_skip
 from verimod.tasks.varm.prompts import load_prompt
 from verimod.tasks.varm.starter import load_starter
@@ -18,8 +18,6 @@ from verimod.train.sft_checkpoint import latest_checkpoint
 from verimod.train.sft_config import SftConfig
 from verimod.train.sft_data import IGNORE_INDEX, encode_example
 from verimod.train.sft_loop import StepReport, train_sft
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see tests/models/conftest.py
 
 #: A short prompt keeps the CPU steps short; training and evaluation must use the same one.
 SHORT_PROMPT = {
@@ -72,6 +70,7 @@ def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(base_dir: Path, tmp
     )  # fmt: skip
     train, dev = load_starter("train")[:8], load_starter("dev")[:2]
     straight = train_sft(config, train, dev, tmp_path / "a")
+    release_memory()  # one model in memory at a time (see tests/helpers/memory.py)
 
     def kill_at_step_3(report: StepReport) -> None:
         if report.step == 3:
@@ -79,6 +78,7 @@ def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(base_dir: Path, tmp
 
     with pytest.raises(Interrupt):
         train_sft(config, train, dev, tmp_path / "b", on_step=kill_at_step_3)
+    release_memory()
     checkpoint = latest_checkpoint(tmp_path / "b")
     assert checkpoint is not None and checkpoint.name == "step-2"
     with pytest.raises(TrainingInputError, match="--resume"):
@@ -86,6 +86,7 @@ def test_a_resumed_run_ends_where_the_uninterrupted_run_ends(base_dir: Path, tmp
     with pytest.raises(TrainingInputError, match="configuration differs"):
         train_sft(config.model_copy(update={"learning_rate": 1e-3}), train, dev, tmp_path / "b", resume=True)
     resumed = train_sft(config, train, dev, tmp_path / "b", resume=True)
+    release_memory()
 
     assert resumed.resumed_from == 2 and straight.resumed_from is None
     assert (resumed.steps, resumed.best_step) == (straight.steps, straight.best_step) == (4, straight.best_step)

@@ -7,18 +7,21 @@
 backend and the cache whatever happens. The transport options (``--timeout``, ``--retries``,
 ``--threads``, ``--context-size``, ``--device``) gather in :class:`Transport`, which gives the
 engine settings and the backend options; :func:`cpu_grammar_warning` says when a local model
-will decode a JSON schema on the CPU.
+will decode a JSON schema on the CPU; :func:`train_baseline_if_needed` trains the default
+baseline model before a run, with a message and progress on stderr, when its first use would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, TypeVar
 
 import typer
 
+from verimod.cli.common import err_console
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError
@@ -129,3 +132,27 @@ def run_with_backend(
     finally:
         if cache is not None:
             cache.close()
+
+
+def train_baseline_if_needed(backend: ModelBackend, quiet: bool) -> None:
+    """Train the default ``baseline`` model now when its first use would (the shipped model files
+    are missing and no starter-trained fallback is cached): a line on stderr says so and where
+    it will be cached, a status line shows while it trains, and a last line the time it took.
+    Other backends, the shipped model and a cached one are left alone."""
+    from verimod.models.baseline.backend import BaselineBackend
+
+    if not isinstance(backend, BaselineBackend) or not backend.needs_training:
+        return
+    if quiet:
+        backend.model()
+        return
+    err_console.print(
+        "training the baseline model on the starter train split (the shipped model is missing; "
+        f"first use only; cached in {backend.model_cache_folder})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    started = time.monotonic()
+    with err_console.status("training the baseline model"):
+        backend.model()
+    err_console.print(f"baseline model trained in {time.monotonic() - started:.1f} s", highlight=False)

@@ -31,6 +31,12 @@ EncodingOption = Annotated[
     ),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
+RunsDirOption = Annotated[
+    Path, typer.Option("--runs-dir", help="The folder of run directories, where run ids are looked up.")
+]
+#: help of an argument naming runs
+RUN_HELP = "A run directory, run id or unique prefix of one (looked up in --runs-dir)."
+RUNS_HELP = "Run directories, run ids or unique prefixes of them (looked up in --runs-dir)."
 
 
 def safe(text: str, limit: int = 400) -> Text:

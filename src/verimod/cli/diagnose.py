@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from verimod.cli.common import bad_input_exits, console, err_console, safe
+from verimod.cli.common import RUN_HELP, RUNS_HELP, RunsDirOption, bad_input_exits, console, err_console, safe
+from verimod.core.runs import DEFAULT_RUNS_DIR, resolve_run_dir
 from verimod.report.tables import percent
 from verimod.tasks.varm.errors import analyse_errors
 from verimod.tasks.varm.evaluate import ScoredRun, load_run
@@ -28,17 +29,18 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print as JSON.")]
 
 @diagnose_app.command("intervals")
 def intervals(
-    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    run: Annotated[Path, typer.Argument(help=RUN_HELP)],
     bootstrap: BootstrapOpt = 1000,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:
     """Every metric with its bootstrap 95% confidence interval (items resampled).
 
     Example: [bold]verimod diagnose intervals runs/20261129-120000-baseline-zero-shot --bootstrap 2000[/bold]
     """
     with bad_input_exits():
-        scored = load_run(run)
+        scored = load_run(resolve_run_dir(run, runs_dir))
     found = metric_intervals(scorer_of(scored.references, scored.items), bootstrap, seed)
     if as_json:
         sys.stdout.write(json.dumps({k: v.model_dump() for k, v in found.items()}, indent=2) + "\n")
@@ -54,10 +56,11 @@ def intervals(
 
 @diagnose_app.command("errors")
 def errors(
-    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    run: Annotated[Path, typer.Argument(help=RUN_HELP)],
     examples: Annotated[int, typer.Option(help="Examples per parse-error class.")] = 3,
     show: Annotated[int, typer.Option(help="Hidden record errors to list.")] = 20,
     as_json: JsonOpt = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:
     """Field mismatch and Shapley per category and tag, confusion matrices, hidden record
     errors with their failing fields, parse-error classes with examples.
@@ -65,7 +68,7 @@ def errors(
     Example: [bold]verimod diagnose errors runs/20261129-120000-baseline-zero-shot[/bold]
     """
     with bad_input_exits():
-        scored = load_run(run)
+        scored = load_run(resolve_run_dir(run, runs_dir))
     analysis = analyse_errors(scored.references, scored.items, scorer_of(scored.references, scored.items), examples)
     if as_json:
         sys.stdout.write(analysis.model_dump_json(indent=2) + "\n")
@@ -157,12 +160,13 @@ def cue_subset(
 
 @diagnose_app.command("cues")
 def cues(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
     subset: Annotated[
         Path | None, typer.Option(help="A cue subset file (diagnose cue-subset); default: every item of the run.")
     ] = None,
     lexicon: LexiconOpt = None,
     as_json: JsonOpt = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:
     """Lexical-cue sensitivity (VARM-Bench Q2): per cue family, JREM on the harmful and the
     non-harmful cue-bearing items, the gap H − NH, label accuracy and over-flagging.
@@ -175,7 +179,7 @@ def cues(
     with bad_input_exits():
         lexicons = _lexicons(lexicon)
         ids = None if subset is None else cue_subset_ids(load_references(subset), str(subset))
-        reports = [cue_report(load_run(run), lexicons, ids) for run in runs]
+        reports = [cue_report(load_run(resolve_run_dir(run, runs_dir)), lexicons, ids) for run in runs]
     if as_json:
         sys.stdout.write(json.dumps([r.model_dump() for r in reports], ensure_ascii=False, indent=2) + "\n")
         return
@@ -207,7 +211,7 @@ def comparable_runs(scored: Sequence[ScoredRun], allow_different_items: bool) ->
 
 @diagnose_app.command("plots")
 def plots(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
     out_dir: Annotated[Path, typer.Option("--out-dir", "-o", help="Folder for the PNG and SVG files.")] = Path("plots"),
     bootstrap: BootstrapOpt = 1000,
     seed: SeedOpt = 0,
@@ -217,6 +221,7 @@ def plots(
     ] = None,
     allow_different_items: AllowDifferentItems = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:
     """Plots of one or more runs, as PNG and SVG: field mismatch, Shapley terms, per-category
     F1 with bootstrap CIs, confusion matrices, JREM by cue family; every bar says how many
@@ -231,7 +236,7 @@ def plots(
     from verimod.tasks.varm.io import load_references
 
     with bad_input_exits():
-        scored = [load_run(r) for r in runs]
+        scored = [load_run(resolve_run_dir(r, runs_dir)) for r in runs]
         note = comparable_runs(scored, allow_different_items)
         ids = None
         if subset is not None:

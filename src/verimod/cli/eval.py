@@ -11,13 +11,14 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from verimod.cli.backend_options import train_baseline_if_needed
 from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console
 from verimod.cli.progress import RunProgress
 from verimod.core.cache import ResponseCache
 from verimod.core.engine import EngineConfig
 from verimod.core.errors import InputError
 from verimod.core.registry import UnknownNameError
-from verimod.core.runs import RunStore
+from verimod.core.runs import RunStore, resolve_run_dir
 from verimod.models.base import (
     BackendError,
     BackendOptions,
@@ -129,7 +130,9 @@ def eval_command(
     model: Annotated[
         str,
         typer.Option(
-            "--model", "-m", help="Model spec: baseline | openai:NAME | gguf:PATH | hf:PATH-OR-ID | scripted:FILE."
+            "--model",
+            "-m",
+            help="Model spec: baseline | openai:NAME | gguf:PATH | hf:PATH-OR-ID | hfcls:PATH-OR-ID | scripted:FILE.",
         ),
     ] = "baseline",
     data: Annotated[
@@ -172,7 +175,12 @@ def eval_command(
     ] = None,
     extra_body: Annotated[str | None, typer.Option(help="Extra request-body fields (JSON or @file).")] = None,
     max_concurrency: Annotated[int | None, typer.Option(help="Requests in flight at most [default: 32].")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per request attempt [default: 120].")] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds per request attempt to a server [default: 120]; in-process models are not timed out."
+        ),
+    ] = None,
     retries: Annotated[int | None, typer.Option(help="Retries of a failed request [default: 6].")] = None,
     adapter: Annotated[str | None, typer.Option(help="LoRA adapter directory (hf).")] = None,
     threads: Annotated[int | None, typer.Option(help="CPU threads (gguf).")] = None,
@@ -180,12 +188,14 @@ def eval_command(
     batch_size: Annotated[int | None, typer.Option(help="Batch size (hf).")] = None,
     device: Annotated[str | None, typer.Option(help="Device (hf): cpu, cuda, cuda:1 …")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")] = False,
-    runs_dir: Annotated[Path, typer.Option(help="Where run directories are created.")] = Path("runs"),
+    runs_dir: Annotated[
+        Path, typer.Option(help="Where run directories are created (and --resume ids are looked up).")
+    ] = Path("runs"),
     resume: Annotated[
         Path | None,
         typer.Option(
-            help="Complete an interrupted or failed run (--base-url, --api-key-env, --max-concurrency, "
-            "--timeout and --retries may be given anew; nothing else changes)."
+            help="Complete an interrupted or failed run: its directory, id or id prefix (--base-url, --api-key-env, "
+            "--max-concurrency, --timeout and --retries may be given anew; nothing else changes)."
         ),
     ] = None,
     json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
@@ -209,7 +219,7 @@ def eval_command(
     """
     with bad_input_exits():
         if resume is not None:
-            store, requests, template = resume_run(resume)
+            store, requests, template = resume_run(resolve_run_dir(resume, runs_dir))
             settings = _transport_overrides(store, base_url, api_key_env, max_concurrency, timeout, retries)
         else:
             try:
@@ -258,6 +268,7 @@ def eval_command(
                 raise InputError.at(option, None, None, f"{error['msg']} (got {error.get('input')!r})") from None
             prepared = prepare_run(settings)
         backend = _backend(settings)
+        train_baseline_if_needed(backend, quiet)
         if resume is None:
             store = start_run(settings, prepared, backend, runs_dir)
             requests, template = prepared.requests, prepared.template

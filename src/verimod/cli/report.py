@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
-from verimod.cli.common import QuietOption, bad_input_exits, console
+from verimod.cli.common import RUNS_HELP, QuietOption, RunsDirOption, bad_input_exits, console
 from verimod.cli.diagnose import AllowDifferentItems, comparable_runs
 from verimod.core.errors import InputError
+from verimod.core.runs import DEFAULT_RUNS_DIR, resolve_run_dir
 
 
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
     out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
     bootstrap: Annotated[
         int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95% CIs (0: none).")
@@ -22,6 +23,7 @@ def report(
     title: Annotated[str | None, typer.Option(help="Page title.")] = None,
     plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Include the figures.")] = True,
     allow_different_items: AllowDifferentItems = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
     quiet: QuietOption = False,
 ) -> None:
     """One HTML file, self-contained and offline (inline CSS/JS/images, strict CSP): a table of
@@ -39,7 +41,7 @@ def report(
     from verimod.tasks.varm.uncertainty import metric_intervals, scorer_of
 
     with bad_input_exits():
-        scored = [load_run(run) for run in runs]
+        scored = [load_run(resolve_run_dir(run, runs_dir)) for run in runs]
         ids = [run.store.manifest.run_id for run in scored]
         if len(set(ids)) != len(ids):
             raise InputError.at("runs", None, None, "the same run is given twice")

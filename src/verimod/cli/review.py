@@ -25,8 +25,9 @@ from verimod.cli.backend_options import (
     backend_from_options,
     run_with_backend,
 )
-from verimod.cli.common import QuietOption, bad_input_exits, console, emit_json
+from verimod.cli.common import QuietOption, RunsDirOption, bad_input_exits, console, emit_json
 from verimod.core.errors import InputError, one_line
+from verimod.core.runs import DEFAULT_RUNS_DIR, resolve_run_dir
 from verimod.report.tables import percent
 from verimod.tasks.varm.codebook import FIELDS
 
@@ -43,6 +44,11 @@ def _write_jsonl(path: Path, rows: Any) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
+def _sources(paths: list[Path], runs_dir: Path) -> list[Path]:
+    """Existing files and folders as given; anything else is looked up as a run id."""
+    return [path if path.exists() else resolve_run_dir(path, runs_dir) for path in paths]
+
+
 def _rates_table(title: str, rows: list[Any]) -> Table:
     table = Table(title=title)
     for column in ("system", "dimension", "pass rate", "95% CI", "items", "from"):
@@ -56,7 +62,9 @@ def _rates_table(title: str, rows: list[Any]) -> Table:
 
 @review_app.command("audit")
 def audit(
-    sources: Annotated[list[Path], typer.Argument(help="Run directories and/or reference files (their cot).")],
+    sources: Annotated[
+        list[Path], typer.Argument(help="Run directories or run ids, and/or reference files (their cot).")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Audit folder (checks, judgements, routing, sheet).")],
     judges: Annotated[
         list[str] | None, typer.Option("--judge", help="Judge model spec (repeatable; passes cycle through them).")
@@ -78,6 +86,7 @@ def audit(
     context_size: ContextSize = None,
     device: Device = None,
     no_cache: NoCache = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
     quiet: QuietOption = False,
 ) -> None:
     """Audit rationales on groundedness, adequacy and coherence: deterministic proxies with
@@ -106,7 +115,7 @@ def audit(
             raise InputError.at("--sample-rate", None, None, f"must be in [0, 1], got {sample_rate}")
         if Path(sheet).suffix.lower() not in (".csv", ".jsonl") or Path(sheet).name != sheet:
             raise InputError.at("--sheet", None, None, f"a file name ending in .csv or .jsonl, got {sheet!r}")
-        subjects = audit_sources(sources)
+        subjects = audit_sources(_sources(sources, runs_dir))
         transport = Transport(max_concurrency, timeout, retries, threads, context_size, device)
         engine = transport.engine()
         backends = [backend_from_options(spec, base_url, api_key_env, "--judge", transport) for spec in judges or []]
@@ -190,6 +199,7 @@ def export(
     json_out: Annotated[
         str | None, typer.Option("--json", help="Also write the audit table as JSON ('-': stdout).")
     ] = None,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
     quiet: QuietOption = False,
 ) -> None:
     """Apply the reviewers' decisions — from filled sheets and the review app's database — the
@@ -211,7 +221,7 @@ def export(
     from verimod.tasks.varm.audit_review import BLIND_KEY, audit_sources, audit_table, read_decisions
 
     with bad_input_exits():
-        subjects = audit_sources(sources)
+        subjects = audit_sources(_sources(sources, runs_dir))
         known = {s.item.id for s in subjects}
         key_path = audit_dir / BLIND_KEY
         key = json.loads(key_path.read_text(encoding="utf-8"))["codes"] if key_path.is_file() else None

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
-from verimod.cli.common import bad_input_exits, console
+from verimod.cli.common import RUN_HELP, RUNS_HELP, RunsDirOption, bad_input_exits, console
 from verimod.core.cache import ResponseCache
 from verimod.core.errors import InputError
-from verimod.core.runs import MANIFEST, RunStore
+from verimod.core.runs import DEFAULT_RUNS_DIR, RunStore, resolve_run_dir, run_ids, short_ids
 from verimod.report.run_table import FORMATS, render_runs
 from verimod.report.tables import percent, varm_scores_table
 from verimod.tasks.varm.evaluate import load_run
@@ -26,56 +27,79 @@ cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
 FormatOption = Annotated[str, typer.Option("--format", "-f", help=f"Output: {' | '.join(FORMATS)}.")]
 
 
-def _row(store: RunStore) -> dict[str, Any]:
-    manifest = store.manifest
-    return {
-        "run": manifest.run_id,
-        "model": manifest.model_label,
-        "setting": manifest.setting,
-        "status": manifest.status,
-        "scores": store.scores(),
-    }
+WideOption = Annotated[
+    bool, typer.Option("--wide", "-w", help="Table format: every metric and the full run ids (wider than 80 columns).")
+]
 
 
-def _emit(rows: list[dict[str, Any]], fmt: str) -> None:
+def _rows(stores: list[RunStore]) -> list[dict[str, Any]]:
+    """Table rows; ``short`` is the shortest id prefix that still names the run in its folder
+    (the folder name, where the run is not directly inside one, is the id itself)."""
+    shorts: dict[Path, dict[str, str]] = {}
+    rows = []
+    for store in stores:
+        manifest, folder = store.manifest, store.directory.parent
+        if folder not in shorts:
+            shorts[folder] = short_ids(run_ids(folder))
+        rows.append(
+            {
+                "run": manifest.run_id,
+                "short": shorts[folder].get(store.directory.name, store.directory.name),
+                "model": manifest.model_label,
+                "setting": manifest.setting,
+                "status": manifest.status,
+                "scores": store.scores(),
+            }
+        )
+    return rows
+
+
+def _emit(rows: list[dict[str, Any]], fmt: str, wide: bool) -> None:
     if fmt not in FORMATS:
         typer.echo(f"error: --format {fmt!r}: choose one of {', '.join(FORMATS)}", err=True)
         raise typer.Exit(2)
-    rendered = render_runs(rows, fmt)  # type: ignore[arg-type]
+    rendered = render_runs(rows, fmt, wide)  # type: ignore[arg-type]
     if isinstance(rendered, Table):
-        console.print(rendered)
+        # --wide is printed at its natural width (the terminal wraps it, `less -S` scrolls it):
+        # squeezed into the terminal, every metric cell would be cut to nothing
+        natural = console.measure(rendered, options=console.options.update_width(10_000)).maximum
+        if wide and natural > console.width:
+            Console(width=natural, highlight=False).print(rendered)
+        else:
+            console.print(rendered)
     else:
         sys.stdout.write(rendered if rendered.endswith("\n") else rendered + "\n")
 
 
 @runs_app.command("list")
 def list_runs(
-    runs_dir: Annotated[Path, typer.Option(help="Folder of run directories.")] = Path("runs"),
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
     fmt: FormatOption = "table",
+    wide: WideOption = False,
 ) -> None:
-    """Every run under the runs folder, newest first, as a Table-1 style table.
+    """Every run under the runs folder, newest first, as a Table-1 style table: short run ids
+    and the headline metrics (fits 80 columns); --wide for every metric and the full ids.
+    Any command that takes a run also takes its id or the short id shown here.
 
-    Example: [bold]verimod runs list --format md[/bold]
+    Example: [bold]verimod runs list --wide[/bold]
     """
-    stores = []
-    if runs_dir.is_dir():
-        for manifest in sorted(runs_dir.glob(f"*/{MANIFEST}"), reverse=True):
-            with bad_input_exits():
-                stores.append(RunStore.open(manifest.parent))
-    _emit([_row(s) for s in stores], fmt)
+    with bad_input_exits():
+        stores = [RunStore.open(runs_dir / run_id, read_only=True) for run_id in reversed(run_ids(runs_dir))]
+    _emit(_rows(stores), fmt, wide)
 
 
 @runs_app.command("show")
 def show_run(
-    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    run: Annotated[Path, typer.Argument(help=RUN_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the manifest and scores as JSON.")] = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:
     """One run: its settings, counts and full scores.
 
-    Example: [bold]verimod runs show runs/20261129-120000-baseline-zero-shot[/bold]
+    Example: [bold]verimod runs show 20261129-120000[/bold]
     """
     with bad_input_exits():
-        store = RunStore.open(run)
+        store = RunStore.open(resolve_run_dir(run, runs_dir), read_only=True)
     manifest = store.manifest
     scores = store.scores()
     if as_json:
@@ -108,28 +132,32 @@ def show_run(
 
 @runs_app.command("compare")
 def compare_runs(
-    runs: Annotated[list[Path], typer.Argument(help="Run directories.")],
+    runs: Annotated[list[Path], typer.Argument(help=RUNS_HELP)],
     fmt: FormatOption = "table",
     paired: Annotated[
         bool, typer.Option("--paired", help="Two runs on the same items: paired bootstrap and McNemar's test.")
     ] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Paired bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    wide: WideOption = False,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:
     """Runs side by side, as a Table-1 style table; with --paired, the differences B − A of two
     runs with paired-bootstrap 95% intervals and p-values, and McNemar's exact test on JREM.
 
     Example: [bold]verimod runs compare runs/A runs/B --paired[/bold]
     """
+    with bad_input_exits():
+        directories = [resolve_run_dir(r, runs_dir) for r in runs]
     if not paired:
         with bad_input_exits():
-            stores = [RunStore.open(r) for r in runs]
-        _emit([_row(s) for s in stores], fmt)
+            stores = [RunStore.open(d, read_only=True) for d in directories]
+        _emit(_rows(stores), fmt, wide)
         return
     with bad_input_exits():
         if len(runs) != 2:
             raise InputError.at("--paired", None, None, f"compares exactly two runs, got {len(runs)}")
-        first, second = load_run(runs[0]), load_run(runs[1])
+        first, second = load_run(directories[0]), load_run(directories[1])
         if [r.id for r in first.references] != [r.id for r in second.references]:
             raise InputError.at(
                 str(runs[1]), None, None, "a paired comparison needs the same reference items in both runs"

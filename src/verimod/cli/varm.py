@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import json
 import sys
 import tempfile
@@ -13,9 +15,17 @@ import typer
 from rich.progress import Progress
 from rich.text import Text
 
-from verimod.cli.common import EncodingOption, QuietOption, bad_input_exits, console, err_console, safe
-from verimod.core.errors import InputError, one_line
-from verimod.core.runs import RunStore
+from verimod.cli.common import (
+    EncodingOption,
+    QuietOption,
+    RunsDirOption,
+    bad_input_exits,
+    console,
+    err_console,
+    safe,
+)
+from verimod.core.errors import InputError, Problem, one_line
+from verimod.core.runs import DEFAULT_RUNS_DIR, RunStore, resolve_run_dir
 from verimod.data.jsonl import dumps_line, read_jsonl, read_lines, write_json, write_jsonl
 from verimod.report.tables import varm_scores_table
 from verimod.tasks.varm.codebook import FIELDS
@@ -67,7 +77,8 @@ def score(
         Path | None, typer.Option("--ref", "-r", help="References: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT].")
     ] = None,
     run: Annotated[
-        Path | None, typer.Option("--run", help="Re-score a run directory's stored outputs (no model call).")
+        Path | None,
+        typer.Option("--run", help="Re-score a run's stored outputs (no model call): its directory, id or id prefix."),
     ] = None,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the metrics as JSON to this file ('-' for stdout).")
@@ -83,6 +94,7 @@ def score(
         ),
     ] = "keep",
     encoding: EncodingOption = None,
+    runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
     quiet: QuietOption = False,
 ) -> None:
     """Score model outputs against references: field F1, T-F1, Parse, Format, JREM, HER.
@@ -98,7 +110,7 @@ def score(
                 raise InputError.at("--disputed", None, None, "applies to --ref scoring; a run keeps its own items")
             if predictions is not None or ref is not None:
                 raise InputError.at("--run", None, None, "give either --run or PREDICTIONS with --ref, not both")
-            store = RunStore.open(run)
+            store = RunStore.open(resolve_run_dir(run, runs_dir))
             scores, items = score_run(store)
             if per_item is not None:
                 write_jsonl(per_item, (item.to_dict() for item in items))
@@ -169,6 +181,45 @@ def parse(
                 console.print(_describe(item_id, result), soft_wrap=True)
 
 
+#: what a file that is not JSON Lines probably is, by its suffix
+_OTHER_FORMATS = {
+    ".csv": "a CSV file",
+    ".tsv": "a TSV file",
+    ".txt": "a text file",
+    ".json": "a JSON document",
+    ".parquet": "a Parquet file",
+    ".xlsx": "an Excel file",
+    ".xls": "an Excel file",
+}
+
+
+def not_json_lines(path: Path) -> Problem | None:
+    """A one-line problem, with the command that converts it, when ``path`` is not JSON Lines
+    at all: its first non-blank line does not begin with ``{`` (a table, a JSON array, a
+    binary file). None otherwise — also for a UTF-16 file or an unreadable one, whose
+    problems the reference check reports itself."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return None
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None
+    first = next((line.strip() for line in head.removeprefix(codecs.BOM_UTF8).splitlines() if line.strip()), b"")
+    if not first or first.startswith(b"{"):
+        return None
+    kind = _OTHER_FORMATS.get(path.suffix.lower(), "not JSON Lines")
+    what = kind if kind == "not JSON Lines" else f"{kind}, not JSON Lines"
+    return Problem(
+        str(path),
+        1,
+        None,
+        f"{what} (one JSON object per line); convert it first: verimod data convert --from generic "
+        f"--map 'text=COLUMN; label=COLUMN:1=harmful,0=non_harmful' {path} refs.jsonl "
+        "(public data sets: verimod data convert --list)",
+    )
+
+
 def validate(
     reference: Annotated[
         Path, typer.Argument(help="References to check: JSONL, Parquet, datasets folder or hf:NAME[:SPLIT].")
@@ -206,7 +257,11 @@ def validate(
     Example: [bold]verimod validate data/test.jsonl[/bold]
     """
     checks = SplitChecks(threshold=threshold, max_drift_pp=max_drift, drift_alpha=drift_alpha) if splits else None
-    count, problems = reference_problems(reference, encoding, require_complete=not partial, splits=checks)
+    wrong_format = not_json_lines(reference)
+    if wrong_format is not None:  # one line, not one "invalid JSON" per row
+        count, problems = 0, [wrong_format]
+    else:
+        count, problems = reference_problems(reference, encoding, require_complete=not partial, splits=checks)
     if as_json:
         report = {
             "file": str(reference),
@@ -219,13 +274,15 @@ def validate(
             typer.echo(one_line(str(problem), 1000))
         if not quiet:
             verdict = "OK" if not problems else f"{len(problems)} problem(s)"
-            console.print(f"{reference}: {count} item(s) checked, {verdict}")
+            console.print(f"{reference}: {count} item(s) checked, {verdict}", soft_wrap=True)
     if problems:
         raise typer.Exit(2)
 
 
 def demo(
-    out: Annotated[Path | None, typer.Option("--out", help="Keep the demonstration files in this folder.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Keep the demonstration files in this folder (else nothing is kept).")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the corruption draw.")] = 0,
     split: Annotated[str, typer.Option(help="Starter split to use.")] = "test",
     json_out: Annotated[str | None, typer.Option("--json", help="Write the metrics as JSON ('-': stdout).")] = None,
@@ -235,18 +292,27 @@ def demo(
 
     A stand-in until a model is evaluated: the predictions are the starter split's reference
     rationales with a seeded mix of realistic corruptions (wrong referents, flipped labels,
-    lenient formatting, broken anchors, missing outputs).
+    lenient formatting, broken anchors, missing outputs). With --out the reference and
+    prediction files are kept there; without it they live in a temporary folder that is removed.
 
     Example: [bold]verimod demo --out demo/[/bold]
     """
     references = load_starter(split)
     outputs, applied = demo_outputs(references, seed=seed)
-    folder = out or Path(tempfile.mkdtemp(prefix="verimod-demo-"))
-    ref_path, pred_path = folder / f"starter_{split}.jsonl", folder / "demo_predictions.jsonl"
-    write_jsonl(ref_path, (r.model_dump(exclude_none=True) for r in references))
-    write_jsonl(pred_path, ({"id": i, "output": o, "corruption": applied[i]} for i, o in outputs.items()))
-    with bad_input_exits():
-        scores = _score(references, load_outputs(pred_path, outputs, reference_path=str(ref_path)), None, quiet)
+    with contextlib.ExitStack() as stack:
+        folder = (
+            out if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="verimod-demo-")))
+        )
+        with bad_input_exits():
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError.at(str(folder), None, None, f"cannot create the folder: {exc.strerror}") from None
+        ref_path, pred_path = folder / f"starter_{split}.jsonl", folder / "demo_predictions.jsonl"
+        write_jsonl(ref_path, (r.model_dump(exclude_none=True) for r in references))
+        write_jsonl(pred_path, ({"id": i, "output": o, "corruption": applied[i]} for i, o in outputs.items()))
+        with bad_input_exits():
+            scores = _score(references, load_outputs(pred_path, outputs, reference_path=str(ref_path)), None, quiet)
     if json_out is not None:
         _emit_json(scores, json_out)
     if not quiet and json_out != "-":
@@ -255,8 +321,12 @@ def demo(
             f"with seeded corruptions (seed {seed}); not a model's output."
         )
         console.print(varm_scores_table(scores, title="VARM scores (demonstration)"))
-        where = f"kept in {folder}" if out else f"written to {folder}"
-        console.print(f"Files {where}: re-score with  verimod score {pred_path} --ref {ref_path}")
+        if out is None:
+            console.print("No files kept (keep them with --out DIR).")
+        else:
+            # lines never folded by Rich (a path cut in two cannot be copied); the terminal wraps them
+            console.print(Text(f"Files kept in {out}; re-score them with:"), soft_wrap=True)
+            console.print(Text(f"  verimod score {pred_path} --ref {ref_path}"), soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

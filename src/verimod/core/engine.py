@@ -13,8 +13,10 @@ Contract of :func:`run_requests`:
   bodies) are retried up to ``max_retries`` times with exponential backoff and full jitter
   (``uniform(0, min(backoff_max_s, backoff_base_s · 2^attempt))``), or after Retry-After when
   the server gives one. Other errors are final at once.
-- ``request_timeout_s`` bounds each attempt of HTTP-style backends (``batch_size == 1``);
-  in-process backends cannot be interrupted mid-computation and are not timed out here.
+- ``request_timeout_s`` bounds each attempt of backends that call a server. In-process
+  backends (``backend.in_process``: gguf, hf, hfcls, baseline, scripted) are never timed out:
+  a computation in this process cannot be abandoned safely (it would keep running, and the
+  model could be freed under it); they bound their own work (``max_tokens``).
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ async def run_requests(
     maximum = min(config.max_concurrency, backend.max_concurrency or config.max_concurrency)
     limiter = AdaptiveLimiter(maximum)
     rng = random.Random(config.seed)
-    timeout = config.request_timeout_s if size == 1 else None
+    timeout = None if backend.in_process else config.request_timeout_s
 
     async def attempt(batch: list[ModelRequest]) -> list[ModelResponse | BackendError]:
         await limiter.acquire()

@@ -6,7 +6,8 @@ Contracts:
   :class:`BackendError` (kind ``client``) naming the extra to install;
 * :func:`check_options` rejects the :class:`BackendOptions` a backend cannot honour;
 * :func:`check_extra_body` accepts only whitelisted sampler keys in ``extra_body``;
-* :class:`SerialRunner` runs blocking model calls in a worker thread, one at a time;
+* :class:`SerialRunner` runs blocking model calls in a worker thread, one at a time, stops
+  them cooperatively (:meth:`SerialRunner.checkpoint`) and closes only after the running one;
 * :func:`truncate_at_stop` cuts a text at the earliest stop string;
 * :func:`sha256_tree` hashes the files of a folder in chunks (one file: :func:`verimod.core.hashing.file_sha256`).
 """
@@ -109,22 +110,78 @@ def sha256_tree(folder: Path) -> str:
     return digest.hexdigest()
 
 
-class SerialRunner:
-    """Runs blocking calls in a worker thread, one at a time.
+class GenerationStopped(BackendError):
+    """Raised inside a blocking model call at a :meth:`SerialRunner.checkpoint` once the call's
+    caller has given up (its task was cancelled) or the backend is closing (kind ``client``:
+    never retried)."""
 
-    One in-process model instance is not thread-safe; the engine already keeps at most one
-    batch in flight (``max_concurrency = 1``), and this lock also serialises callers that
-    bypass the engine (``asyncio.gather`` over :meth:`generate`). A :class:`threading.Lock`
-    (not an asyncio one) works from any event loop.
+    def __init__(self, message: str) -> None:
+        super().__init__("client", message)
+
+
+class SerialRunner:
+    """Runs blocking model calls in a worker thread, one at a time, and stops them cooperatively.
+
+    * One at a time: one in-process model instance is not thread-safe; the engine already
+      keeps at most one batch in flight (``max_concurrency = 1``), and this lock also
+      serialises callers that bypass the engine (``asyncio.gather`` over ``generate``). A
+      :class:`threading.Lock` (not an asyncio one) works from any event loop.
+    * Cooperative stop: a running call cannot be interrupted from outside, so the blocking
+      function calls :meth:`checkpoint` at safe points (between decoding steps); it raises
+      :class:`GenerationStopped` when the awaiting task was cancelled or :meth:`close` began.
+    * :meth:`close` stops the running call at its next checkpoint, waits until it has returned,
+      and only then runs ``release`` (which frees the model) under the lock; calls made after
+      it fail with a ``client`` error. The model is never freed while a call is using it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "model") -> None:
+        self.name = name  # begins error messages
         self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._stop: threading.Event | None = None  # the running call's stop flag
 
-    def _locked(self, function: Callable[[], T]) -> T:
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has begun."""
+        return self._closing.is_set()
+
+    def checkpoint(self) -> None:
+        """Raise :class:`GenerationStopped` if the running call should stop (called from it)."""
+        if self._closing.is_set():
+            raise GenerationStopped(f"{self.name}: generation stopped: the backend was closed")
+        stop = self._stop
+        if stop is not None and stop.is_set():
+            raise GenerationStopped(f"{self.name}: generation stopped: its caller gave up")
+
+    def _locked(self, function: Callable[[], T], stop: threading.Event) -> T:
         with self._lock:
-            return function()
+            if self._closing.is_set():
+                raise BackendError("client", f"{self.name}: the backend is closed")
+            self._stop = stop
+            try:
+                return function()
+            finally:
+                self._stop = None
 
     async def run(self, function: Callable[[], T]) -> T:
-        """Run ``function()`` in a worker thread under the lock and return its result."""
-        return await asyncio.to_thread(self._locked, function)
+        """Run ``function()`` in a worker thread under the lock and return its result. If the
+        awaiting task is cancelled, the call is asked to stop at its next checkpoint."""
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self._locked, function, stop)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
+    def _release_locked(self, release: Callable[[], None]) -> None:
+        with self._lock:
+            release()
+
+    async def close(self, release: Callable[[], None]) -> None:
+        """Stop the running call (if any), wait for it, then run ``release()`` under the lock.
+
+        ``release`` runs in the worker thread once the lock is free, so it never overlaps a
+        model call even if this coroutine is itself cancelled while waiting.
+        """
+        self._closing.set()
+        await asyncio.to_thread(self._release_locked, release)

@@ -160,6 +160,9 @@ class ModelBackend(ABC):
     prefix: ClassVar[str] = ""
     #: "generative" returns text; "classifier" returns label probabilities
     kind: ClassVar[Literal["generative", "classifier"]] = "generative"
+    #: computes in this process (a model in memory, a file): the engine never times it out,
+    #: since abandoning a running computation would not stop it (see ``core.engine``)
+    in_process: ClassVar[bool] = False
     #: requests per generate_batch call
     batch_size: int = 1
     #: batches in flight at once (None: the engine's --max-concurrency)

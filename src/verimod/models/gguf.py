@@ -18,12 +18,16 @@ Structured output: a JSON schema is enforced with a grammar; a regular expressio
 does not depend on the requests before it.
 
 Requests run one at a time in a worker thread (``batch_size = 1``, ``max_concurrency = 1``):
-one model instance is not thread-safe.
+one model instance is not thread-safe. The engine never times them out (``in_process``): a
+generation is bounded by ``max_tokens``. A generation stops at the next decoding step (or
+prompt batch) when its caller is cancelled or the backend is closed, and :meth:`GgufBackend.aclose`
+frees the model only after the running generation has returned.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +59,7 @@ class GgufBackend(ModelBackend):
     """
 
     prefix = "gguf"
+    in_process = True
     batch_size = 1
     max_concurrency = 1
 
@@ -82,10 +87,10 @@ class GgufBackend(ModelBackend):
                 )
             gpu_layers = -1
         self.n_ctx = options.context_size or DEFAULT_CONTEXT_SIZE
-        self._runner = SerialRunner()
+        self._runner = SerialRunner(self.prefix)
         self._sha256: str | None = None
         try:
-            self._llm: Any = llama_cpp.Llama(
+            self._llm: Any = stoppable_llama(llama_cpp, self._runner.checkpoint)(
                 model_path=str(self.path),
                 n_ctx=self.n_ctx,
                 n_threads=options.threads,
@@ -169,8 +174,32 @@ class GgufBackend(ModelBackend):
             raise BackendError("bad_response", f"gguf: unexpected completion shape: {exc!r}") from None
 
     async def aclose(self) -> None:
-        """Free the model (its memory map and context)."""
+        """Stop the running generation at its next step, wait for it, then free the model (its
+        memory map and context). Requests after this fail with a ``client`` error."""
+        await self._runner.close(self._free)
+
+    def _free(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None:
             with contextlib.suppress(AttributeError):
                 llm.close()
+
+
+def stoppable_llama(llama_cpp: Any, checkpoint: Callable[[], None]) -> Any:
+    """A ``llama_cpp.Llama`` subclass whose ``eval`` calls ``checkpoint()`` before each batch of
+    at most ``n_batch`` tokens: before every decoding step of a generation and between the
+    batches of a long prompt. ``checkpoint`` raises to stop the generation there (the KV cache
+    is reset before the next request, so a stopped generation leaves nothing behind)."""
+
+    class StoppableLlama(llama_cpp.Llama):  # type: ignore[misc,name-defined]
+        def eval(self, tokens: Sequence[int]) -> None:
+            step = max(1, int(self.n_batch))
+            start = 0
+            while True:  # at least once: an empty eval still trims the KV cache
+                checkpoint()
+                super().eval(tokens[start : start + step])
+                start += step
+                if start >= len(tokens):
+                    return
+
+    return StoppableLlama

@@ -1,7 +1,7 @@
 """``hf:<path-or-hub-id>`` — a Hugging Face transformers causal LM run in-process.
 
 Install with ``pip install 'verimod[hf]'`` after a torch build that suits the machine
-(CPU: ``pip install torch==2.13.0``).
+(CPU: ``pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu``).
 
 Loading: an existing local folder (or a name starting with ``/``, ``.`` or ``~``) is loaded
 offline (``local_files_only``); anything else is a hub id loaded the normal way, which
@@ -20,6 +20,11 @@ requests with equal ``max_tokens``, ``stop`` and ``extra_body`` are generated as
 after ``torch.manual_seed(seed)``, so a sampled output does not depend on its batch.
 ``extra_body`` may set ``top_k``, ``min_p`` and ``repetition_penalty``. Outputs are cut at the
 first stop string. Structured output is refused (``BackendError("client", ...)``).
+
+Batches run one at a time in a worker thread; the engine never times them out (``in_process``).
+A generation stops after its current decoding step when its caller is cancelled or the backend
+is closed, and :meth:`HfBackend.aclose` drops the model only after the running generation has
+returned.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class HfBackend(ModelBackend):
     """
 
     prefix = "hf"
+    in_process = True
     max_concurrency = 1
 
     def __init__(self, name: str, options: BackendOptions) -> None:
@@ -80,7 +86,7 @@ class HfBackend(ModelBackend):
         self.dtype = self._torch.bfloat16 if self.device.type == "cuda" else self._torch.float32
         if options.threads is not None:
             self._torch.set_num_threads(options.threads)
-        self._runner = SerialRunner()
+        self._runner = SerialRunner(self.prefix)
         self._adapter_sha256: str | None = None
         self._tokenizer, self._model = self._load()
         self._eos_ids = self._eos_token_ids()
@@ -205,9 +211,9 @@ class HfBackend(ModelBackend):
             ]
             encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             config = self._generation_config(requests[0])
-            stop_kwargs: dict[str, Any] = {}
+            stop_kwargs: dict[str, Any] = {"stopping_criteria": self._checkpoint_criteria()}
             if params.stop:
-                stop_kwargs = {"stop_strings": list(params.stop), "tokenizer": tokenizer}
+                stop_kwargs |= {"stop_strings": list(params.stop), "tokenizer": tokenizer}
             if params.temperature > 0 and params.seed is not None:
                 torch.manual_seed(params.seed)
             with torch.inference_mode():
@@ -219,6 +225,18 @@ class HfBackend(ModelBackend):
             self._response(output[row, width:].tolist(), int(encoded["attention_mask"][row].sum()), params.stop)
             for row in range(len(requests))
         ]
+
+    def _checkpoint_criteria(self) -> Any:
+        """A stopping-criteria list whose only member calls the runner's checkpoint after every
+        decoding step (it never stops a generation itself: it raises to abandon it)."""
+        transformers, torch, checkpoint = self._transformers, self._torch, self._runner.checkpoint
+
+        class Checkpoint(transformers.StoppingCriteria):  # type: ignore[misc,name-defined]
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                checkpoint()
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+        return transformers.StoppingCriteriaList([Checkpoint()])
 
     def _generation_config(self, request: ModelRequest) -> Any:
         """A generation config built from the request alone (the model's own sampling defaults
@@ -256,7 +274,11 @@ class HfBackend(ModelBackend):
         )
 
     async def aclose(self) -> None:
-        """Drop the model and free its memory."""
+        """Stop the running generation after its current step, wait for it, then drop the model
+        and free its memory. Requests after this fail with a ``client`` error."""
+        await self._runner.close(self._free)
+
+    def _free(self) -> None:
         self._model = None
         gc.collect()
         if self.device.type == "cuda":

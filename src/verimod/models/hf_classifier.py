@@ -46,6 +46,7 @@ class HfClassifierBackend(ModelBackend):
     """A transformers sequence classifier in this process (see the module docstring)."""
 
     prefix = "hfcls"
+    in_process = True
     kind = "classifier"
     max_concurrency = 1
 
@@ -64,7 +65,7 @@ class HfClassifierBackend(ModelBackend):
         self.dtype = self._torch.bfloat16 if self.device.type == "cuda" else self._torch.float32
         if options.threads is not None:
             self._torch.set_num_threads(options.threads)
-        self._runner = SerialRunner()
+        self._runner = SerialRunner(self.prefix)
         self._tokenizer, self._model = self._load()
         config = self._model.config
         self.labels: tuple[str, ...] = tuple(str(config.id2label[i]) for i in range(config.num_labels))
@@ -172,7 +173,10 @@ class HfClassifierBackend(ModelBackend):
         return [[float(v) for v in row] for row in probs.cpu().tolist()]
 
     async def aclose(self) -> None:
-        """Drop the model and free its memory."""
+        """Wait for the running batch, then drop the model and free its memory."""
+        await self._runner.close(self._free)
+
+    def _free(self) -> None:
         self._model = None
         gc.collect()
 

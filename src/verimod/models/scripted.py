@@ -22,6 +22,7 @@ class ScriptedBackend(ModelBackend):
     """Answers from a file (see the module docstring)."""
 
     prefix = "scripted"
+    in_process = True
     batch_size = 64
 
     def __init__(self, name: str, options: BackendOptions) -> None:

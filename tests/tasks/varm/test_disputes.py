@@ -1,4 +1,3 @@
-
 import pytest
 
 from verimod.core.errors import InputError

@@ -27,7 +27,13 @@ from typing import Any
 
 from verimod.models._local import check_options
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
-from verimod.models.baseline.default import default_identity, default_model
+from verimod.models.baseline.default import (
+    cached_model_dir,
+    default_identity,
+    default_model,
+    fallback_training_data,
+    has_prebuilt,
+)
 from verimod.models.baseline.leakage import leakage_message
 from verimod.models.baseline.model import MODEL_VERSION, BaselineModel, BaselinePrediction
 from verimod.models.registry import backends
@@ -90,6 +96,22 @@ class BaselineBackend(ModelBackend):
         """Backend, model name, model version and training-data sha256 (plus the model files'
         fingerprint, or the cache key of the starter-trained fallback)."""
         return dict(self._identity)
+
+    @property
+    def needs_training(self) -> bool:
+        """True when :meth:`model` would train now: the default model, with no shipped model
+        files and no cached starter-trained fallback yet."""
+        return (
+            self._model is None
+            and not self.name
+            and not has_prebuilt()
+            and not cached_model_dir(fallback_training_data()).is_dir()
+        )
+
+    @property
+    def model_cache_folder(self) -> Path | None:
+        """Where the model :meth:`model` would train is cached (None when nothing would train)."""
+        return cached_model_dir(fallback_training_data()) if self.needs_training else None
 
     def model(self) -> BaselineModel:
         """The model, loading or training the default one on first use (thread-safe)."""

@@ -38,7 +38,6 @@ Implementations:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import inspect
 import json
@@ -317,7 +316,7 @@ class LlamaCppScorer:
         llama_cpp = require_module("llama_cpp", "local", "the llama.cpp scorer")
         self.path = Path(path)
         self.name = name or f"llama.cpp:{self.path.name}"
-        self._runner = SerialRunner()
+        self._runner = SerialRunner(self.name)
         self._llm: Any = llama_cpp.Llama(
             model_path=str(self.path),
             n_ctx=context_size,
@@ -404,10 +403,13 @@ class LlamaCppScorer:
             raise ScoringError(f"{self.name}: {type(exc).__name__}: {exc}") from None
 
     async def aclose(self) -> None:
-        """Free the model."""
+        """Wait for the running call, then free the model (never under a running evaluation)."""
+        await self._runner.close(self._free)
+
+    def _free(self) -> None:
         llm, self._llm = self._llm, None
         if llm is not None and hasattr(llm, "close"):
-            await asyncio.to_thread(llm.close)
+            llm.close()
 
 
 class LlamaCppNliScorer:

@@ -335,8 +335,9 @@ def rescore(store: RunStore) -> ScoredRun:
 
 
 def load_run(run_dir: str | Path) -> ScoredRun:
-    """Open a run directory and re-score it (see :func:`rescore`)."""
-    return rescore(RunStore.open(run_dir))
+    """Open a run directory read-only and re-score it (see :func:`rescore`): nothing in it is
+    written, so it works on a read-only folder."""
+    return rescore(RunStore.open(run_dir, read_only=True))
 
 
 def score_run(store: RunStore) -> tuple[VarmScores, list[ItemScore]]:
