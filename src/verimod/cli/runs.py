@@ -32,7 +32,7 @@ WideOption = Annotated[
 ]
 
 
-def _rows(stores: list[RunStore]) -> list[dict[str, Any]]:
+def run_rows(stores: list[RunStore]) -> list[dict[str, Any]]:
     """Table rows; ``short`` is the shortest id prefix that still names the run in its folder
     (the folder name, where the run is not directly inside one, is the id itself)."""
     shorts: dict[Path, dict[str, str]] = {}
@@ -85,7 +85,7 @@ def list_runs(
     """
     with bad_input_exits():
         stores = [RunStore.open(runs_dir / run_id, read_only=True) for run_id in reversed(run_ids(runs_dir))]
-    _emit(_rows(stores), fmt, wide)
+    _emit(run_rows(stores), fmt, wide)
 
 
 @runs_app.command("show")
@@ -152,7 +152,7 @@ def compare_runs(
     if not paired:
         with bad_input_exits():
             stores = [RunStore.open(d, read_only=True) for d in directories]
-        _emit(_rows(stores), fmt, wide)
+        _emit(run_rows(stores), fmt, wide)
         return
     with bad_input_exits():
         if len(runs) != 2:

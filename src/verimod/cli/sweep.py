@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from verimod.cli.common import QuietOption, bad_input_exits, console, err_console
-from verimod.cli.runs import _row as run_row
+from verimod.cli.runs import run_rows
 from verimod.core.errors import InputError
 from verimod.core.runs import RunStore
 from verimod.report.run_table import FORMATS, render_runs
@@ -117,7 +117,7 @@ def _summarise(
 
     done = [Path(runs_dir) / c.cell_id for c in cells if c.cell_id not in failures]
     with bad_input_exits():
-        rows = [run_row(RunStore.open(directory)) for directory in done]
+        rows = run_rows([RunStore.open(directory) for directory in done])
     if not rows:
         return
     (Path(runs_dir) / "table1.md").write_text(str(render_runs(rows, "md")), encoding="utf-8")
