@@ -21,7 +21,7 @@ data:
 constraints:                   # structured output, where the backend supports it
   - none
   - {name: json, json_schema: {type: object}}
-train: train.jsonl             # k-shot examples (default: the starter train split)
+train: train.jsonl             # k-shot examples (default: the evaluated bundled set's train split, else starter's)
 shots: 4
 generation: {temperature: 0, max_tokens: 512}
 engine: {max_concurrency: 32, max_retries: 6, request_timeout_s: 120}
@@ -245,9 +245,9 @@ def expand(spec: SweepSpec, file: Path) -> SweepPlan:
     base = file.parent.resolve()
     name = spec.name or file.name.split(".")[0]
     path = str(file)
-    data: list[DataEntry | None] = list(spec.data) or [None]  # None: the starter test split
+    data: list[DataEntry | None] = list(spec.data) or [None]  # None: the varm-open test split (verimod eval's default)
     model_labels = [_model_label(m) for m in spec.models]
-    data_labels = [_data_label(d) if d is not None else "starter-test" for d in data]
+    data_labels = [_data_label(d) if d is not None else "varm-open-test" for d in data]
     constraint_labels = [slug(c.name) for c in spec.constraints]
     _unique(model_labels, "models", path)
     _unique(data_labels, "data", path)

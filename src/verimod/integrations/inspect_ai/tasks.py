@@ -12,7 +12,7 @@ version and sha256, the data path and sha256, the examples and the verimod and p
 Generation defaults are verimod's (temperature 0, seed 0, 512 new tokens); inspect's
 ``--temperature``, ``--max-tokens`` … override them. Task arguments (``-T name=value``): ``data``
 (any reference source: JSONL, ``hf:NAME[:SPLIT]``, a ``datasets`` folder, Parquet; default the
-starter set's test split), ``split``, ``limit``, ``shots``, ``train``, ``prompt_template`` and, for
+varm-open test split, as verimod eval), ``split``, ``limit``, ``shots``, ``train``, ``prompt_template`` and, for
 :func:`varm`, ``setting``.
 """
 
