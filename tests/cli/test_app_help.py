@@ -58,8 +58,9 @@ def _option_blocks(output: str) -> dict[str, str]:
     blocks: dict[str, str] = {}
     current = None
     for line in output.splitlines():
-        # an option row starts at the panel's edge ("│ --name"; "│    --name" and "│ *  --name" in a panel with a required option); a
-        # wrapped help line that happens to begin with an option name is indented much further
+        # an option row starts at the panel's edge ("│ --name"; "│    --name" and "│ *  --name" in
+        # a panel with a required option); a wrapped help line that happens to begin with an
+        # option name is indented much further
         row = re.match(r"^│ {1,4}(?:\* +)?(--?[\w-]+)", line)
         if row:
             current = row.group(1)
