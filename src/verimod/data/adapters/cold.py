@@ -98,6 +98,14 @@ def convert_cold(
         builder.note(
             f"{Path(name).name}: {disagree} row(s) name another split in the split column; split = {file_split}"
         )
+    harmful = sum(item.get("label") == "harmful" for *_, item in converted)
+    if harmful:
+        builder.conflict(
+            f"{harmful} item(s) are offensive in COLD, whose offensive label also covers some quotation and "
+            "counter-speech that the VARM codebook calls non-harmful (convention e; about 20 % of the offensive "
+            "comments in varm-open's annotation). Kept as harmful (source gold); stance set only where the test "
+            "file's fine-grained label fixes it"
+        )
     return builder.finish()
 
 

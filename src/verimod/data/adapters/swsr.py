@@ -84,6 +84,12 @@ def convert_swsr(
         builder.add(name, line, {**item, "context": context, "split": item_split})
     if no_parent:
         builder.note(f"{no_parent} comment(s) have no parent post in {POSTS_FILE}: no context")
+    not_sexist = sum(r.label == "non_harmful" for r in builder.result.references)
+    if not_sexist:
+        builder.conflict(
+            f"{not_sexist} item(s) have SWSR label 0, which means 'not sexist', not 'not abusive': a non-sexist "
+            "insult stays non_harmful (source gold; convention e of the VARM codebook), category non_attack derived"
+        )
     if splits is not None:
         builder.note(f"split: from {split} ({len(splits)} ids listed); {unlisted} comment(s) not listed: no split")
     return builder.finish()
