@@ -638,3 +638,24 @@ def test_the_side_file_header_is_checked_too(tmp_path):
     with pytest.raises(InputError) as err:
         convert("swsr", comments, posts=str(posts))
     assert err.value.problem.path == str(posts) and err.value.problem.field == "weibo_id"
+
+
+def test_the_measured_disputes_quoted_in_conflict_notes_match_the_bundled_varm_open_set():
+    """The COLD and SWSR conflict notes quote how often varm-open's passes read the gold otherwise."""
+    from verimod.data.adapters import cold, swsr
+    from verimod.resources import resource_path
+
+    counts: Counter[tuple[str, str, bool]] = Counter()
+    with resource_path("varm_open/varm_open.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            disputed = row["meta"].get("disputed") or {}
+            reading = disputed.get("reading", {}).get("label")
+            counts[(row["meta"]["source"], row["label"], reading not in (None, row["label"]))] += 1
+
+    def quoted(source: str, label: str) -> str:
+        hit, total = counts[(source, label, True)], counts[(source, label, True)] + counts[(source, label, False)]
+        return f"{hit:,} of {total:,} ({round(100 * hit / total)} %)"
+
+    assert quoted("cold", "harmful") == cold.OFFENSIVE_READ_NON_HARMFUL
+    assert quoted("swsr", "non_harmful") == swsr.NOT_SEXIST_READ_HARMFUL
