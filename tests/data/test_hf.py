@@ -157,7 +157,7 @@ def test_hub_names_go_to_load_dataset_and_fail_offline_in_one_line(tmp_path, mon
 def test_missing_datasets_package_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "datasets", None)
     result = run("validate", "hf:org/name")
-    assert result.exit_code == 2 and 'pip install "verimod[datasets]"' in result.stdout
+    assert result.exit_code == 2 and 'pip install ".[datasets]" in the verimod folder' in result.stdout
 
 
 def test_score_validate_eval_and_profile_read_hf_sources(exported, tmp_path, monkeypatch):

@@ -88,7 +88,7 @@ def test_missing_llama_cpp_says_what_to_install(tmp_path: Path, monkeypatch: pyt
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` raise ImportError
-    with pytest.raises(BackendError, match=r"install verimod\[local\]") as caught:
+    with pytest.raises(BackendError, match=r"install the 'local' extra: pip install \"\.\[local\]\"") as caught:
         create_backend(f"gguf:{model}")
     assert caught.value.kind == "client"
     assert "\n" not in str(caught.value)

@@ -109,7 +109,7 @@ def test_missing_model_folder_and_adapter_are_clear_errors(tmp_path: Path) -> No
 def test_missing_packages_say_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "transformers", None)
-    with pytest.raises(BackendError, match=r"install verimod\[hf\]") as caught:
+    with pytest.raises(BackendError, match=r"install the 'hf' extra: pip install \"\.\[hf\]\"") as caught:
         create_backend(f"hf:{tmp_path}")
     assert caught.value.kind == "client"
     assert "\n" not in str(caught.value)

@@ -26,7 +26,7 @@ from verimod.cli.backend_options import (
     run_with_backend,
 )
 from verimod.cli.common import QuietOption, RunsDirOption, bad_input_exits, console, emit_json
-from verimod.core.errors import InputError, one_line
+from verimod.core.errors import InputError, install_hint, one_line
 from verimod.core.runs import DEFAULT_RUNS_DIR, resolve_run_dir
 from verimod.report.tables import percent
 from verimod.tasks.varm.codebook import FIELDS
@@ -335,7 +335,7 @@ def serve(
             from verimod.review.app import create_app
         except ImportError as exc:
             raise InputError.at(
-                "review serve", None, None, f"{exc.name} is missing: pip install 'verimod[review]'"
+                "review serve", None, None, f"{exc.name} is missing: {install_hint('review')}"
             ) from None
         try:
             app = create_app(audit_dir, db if db is not None else audit_dir / DATABASE, host=host,

@@ -72,6 +72,12 @@ def shown(value: object, limit: int = 60) -> str:
     return one_line(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
+def install_hint(extra: str) -> str:
+    """How to install an optional extra, as it works: verimod is not on the package index, so the
+    line installs from the verimod folder (a built wheel works the same way; see the README)."""
+    return f'pip install ".[{extra}]" in the verimod folder'
+
+
 class MissingExtraError(ImportError):
     """An optional dependency is not installed; the message names the extra to install.
     Commands report it as one line with exit code 2, like bad input."""

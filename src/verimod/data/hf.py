@@ -19,7 +19,7 @@ Rows become reference objects by one rule, :func:`table_row`: a null cell is an 
 text, because Parquet needs one type per column), and a row without a ``split`` takes the name of
 the Hugging Face split it came from. Every row keeps its position (1-based, per split) and its
 source name (``hf:NAME:SPLIT``), so an error names source, row and field like a file, line and
-field. The ``datasets`` package is optional (``pip install "verimod[datasets]"``).
+field. The ``datasets`` package is optional (``pip install ".[datasets]"``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from verimod.core.errors import InputError, MissingExtraError
+from verimod.core.errors import InputError, MissingExtraError, install_hint
 from verimod.core.hashing import file_sha256
 from verimod.data.jsonl import dumps_line
 
@@ -76,7 +76,7 @@ def _datasets() -> Any:
         import datasets
     except ImportError:
         raise MissingExtraError(
-            'reading Hugging Face data sets needs the datasets package: pip install "verimod[datasets]"'
+            f"reading Hugging Face data sets needs the datasets package: {install_hint('datasets')}"
         ) from None
     return datasets
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from verimod.core.errors import InputError, MissingExtraError
+from verimod.core.errors import InputError, MissingExtraError, install_hint
 from verimod.tasks.varm.codebook import FIELDS
 from verimod.tasks.varm.schema import VarmReference
 
@@ -144,7 +144,7 @@ def _pyarrow() -> tuple[Any, Any]:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise MissingExtraError('writing Parquet needs pyarrow: pip install "verimod[datasets]"') from None
+        raise MissingExtraError(f"writing Parquet needs pyarrow: {install_hint('datasets')}") from None
     return pa, pq
 
 

@@ -22,7 +22,7 @@ Text rules, in this fixed order (``RULE_ORDER``; each can be switched off in
    U+3000 → space, ｡ → 。): no full-width (East Asian Width F) character survives NFKC, so no
    separate width table is needed. 。、「」『』【】《》“” are left by NFKC and stay. Spacing
    accents that NFKC would split into a space and a combining mark (´ ￣ ¨, in kaomoji) stay too.
-4. ``t2s`` — optional Traditional → Simplified with OpenCC (``pip install 'verimod[data]'``).
+4. ``t2s`` — optional Traditional → Simplified with OpenCC (``pip install ".[data]"``).
 5. ``urls`` — URLs and known short links removed (or ``placeholders.url``).
 6. ``emoticons`` — optional: Weibo bracket emoticons ``[哈哈]`` removed.
 7. ``emoji`` — optional: emoji removed (ZWJ sequences, skin tones, keycaps, flags); ★ ♀ ❤

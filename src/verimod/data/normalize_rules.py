@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache, partial
 from typing import Any
 
-from verimod.core.errors import MissingExtraError
+from verimod.core.errors import MissingExtraError, install_hint
 from verimod.data import normalize_chars as chars
 from verimod.data.normalize_config import NormalizeConfig, Placeholders
 from verimod.resources import resource_path
@@ -287,8 +287,7 @@ def opencc_converter(config: str) -> Any:
         opencc = importlib.import_module("opencc")
     except ImportError:
         raise MissingExtraError(
-            "Traditional → Simplified conversion (t2s) needs OpenCC, which is not installed: "
-            "pip install 'verimod[data]'"
+            "Traditional → Simplified conversion (t2s) needs OpenCC, which is not installed: " + install_hint("data")
         ) from None
     return opencc.OpenCC(f"{config}.json")
 

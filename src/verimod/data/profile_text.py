@@ -37,7 +37,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
-from verimod.core.errors import MissingExtraError
+from verimod.core.errors import MissingExtraError, install_hint
 from verimod.data.normalize_chars import HAN, emoticon_pattern, remove_emoji
 from verimod.data.normalize_filters import text_length
 from verimod.resources import resource_path
@@ -145,7 +145,7 @@ class TraditionalScript:
         converter = _opencc_t2s() if method in ("auto", "opencc") else None
         if method == "opencc" and converter is None:
             raise MissingExtraError(
-                "the OpenCC script test needs OpenCC, which is not installed: pip install 'verimod[data]'"
+                "the OpenCC script test needs OpenCC, which is not installed: " + install_hint("data")
             )
         self._converter = converter
         self._known: dict[str, bool] = {}

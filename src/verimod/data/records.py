@@ -27,7 +27,7 @@ Contract of :func:`read_records`:
 - :func:`read_table` reads every record and applies the one rule of the data commands for
   empty input: a file without a data record (empty, a header only, blank lines only, an empty
   JSON array, or every record skipped as malformed) is an :class:`InputError` (exit code 2).
-- Parquet needs the optional ``pyarrow`` (``pip install "verimod[data]"``).
+- Parquet needs the optional ``pyarrow`` (``pip install ".[data]"``).
 - ``hf:NAME[:SPLIT]`` and local ``datasets`` folders are read by :mod:`verimod.data.hf`
   (positions: row numbers over the splits in order).
 """
@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from verimod.core.errors import InputError, Problem
+from verimod.core.errors import InputError, Problem, install_hint
 from verimod.data.jsonl import detect_encoding, scan_jsonl
 
 Format = Literal["csv", "tsv", "json", "jsonl", "parquet"]
@@ -294,7 +294,7 @@ def _parquet(path: str, stream: RecordStream) -> None:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError.at(path, None, None, 'reading Parquet needs pyarrow: pip install "verimod[data]"') from None
+        raise InputError.at(path, None, None, f"reading Parquet needs pyarrow: {install_hint('data')}") from None
     try:
         table = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises several types for a damaged file

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
+from verimod.core.errors import install_hint
 from verimod.models.base import BackendError, BackendOptions, ChatMessage
 
 T = TypeVar("T")
@@ -42,7 +43,7 @@ def require_module(module: str, extra: str, purpose: str) -> ModuleType:
         raise BackendError(
             "client",
             f"{purpose} needs the Python package {module!r}, which is not installed "
-            f"({exc}); install verimod[{extra}] (pip install 'verimod[{extra}]')",
+            f"({exc}); install the {extra!r} extra: {install_hint(extra)}",
         ) from None
 
 

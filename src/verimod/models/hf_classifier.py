@@ -2,7 +2,7 @@
 classifiers (Twitter-RoBERTa-hate, HateXplain-BERT), NLI cross-encoders, any
 ``AutoModelForSequenceClassification`` checkpoint.
 
-Install with ``pip install 'verimod[hf]'`` after a torch build that suits the machine. Loading
+Install with ``pip install ".[hf]"`` after a torch build that suits the machine. Loading
 follows the ``hf:`` backend: an existing local folder (or a name starting with ``/``, ``.`` or
 ``~``) is loaded offline, anything else as a hub id (honouring ``HF_HUB_OFFLINE``).
 

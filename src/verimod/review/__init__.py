@@ -5,5 +5,5 @@ mark groundedness, adequacy and coherence, correct reference fields and move on 
 - :mod:`.queue` — the audit folder as a review queue, with anchor and evidence highlighting;
 - :mod:`.app` — the Starlette application (server-rendered, escaped, CSRF-checked forms).
 
-Install with ``pip install 'verimod[review]'``.
+Install with ``pip install ".[review]"``.
 """

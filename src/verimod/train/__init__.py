@@ -7,5 +7,5 @@
 - :mod:`.merge` — merging an adapter into its base model for serving.
 
 Heavy dependencies (torch, transformers, peft) are imported inside functions: install them with
-``pip install 'verimod[train]'`` after a torch build that suits the machine.
+``pip install ".[train]"`` after a torch build that suits the machine.
 """

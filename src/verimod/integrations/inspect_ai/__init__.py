@@ -1,4 +1,4 @@
-"""verimod for inspect_ai users (``pip install "verimod[inspect]"``).
+"""verimod for inspect_ai users (``pip install ".[inspect]"``).
 
 - ``inspect eval verimod/varm_zero_shot --model …`` (also ``varm_taxonomy``, ``varm_k_shot``, and
   ``verimod/varm -T setting=…``): VARM tasks whose prompts, parser and metrics are verimod's

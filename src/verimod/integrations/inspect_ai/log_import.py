@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from verimod import __version__
-from verimod.core.errors import InputError, MissingExtraError, shown
+from verimod.core.errors import InputError, MissingExtraError, install_hint, shown
 from verimod.core.hashing import file_sha256
 from verimod.core.runs import RunManifest, RunStore, SampleRecord, slug
 from verimod.data.hf import rows_sha256
@@ -60,7 +60,7 @@ def _read_log(path: Path) -> Any:
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
-        raise MissingExtraError('reading inspect logs needs inspect_ai: pip install "verimod[inspect]"') from None
+        raise MissingExtraError(f"reading inspect logs needs inspect_ai: {install_hint('inspect')}") from None
     if not path.is_file():
         raise InputError.at(str(path), None, None, "file not found")
     try:

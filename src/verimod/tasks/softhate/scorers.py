@@ -301,7 +301,7 @@ def token_nll_entropy(logits: npt.ArrayLike, tokens: Sequence[int]) -> tuple[flo
 
 
 class LlamaCppScorer:
-    """A :class:`LanguageScorer` over a GGUF model (llama-cpp-python, ``pip install 'verimod[local]'``).
+    """A :class:`LanguageScorer` over a GGUF model (llama-cpp-python, ``pip install ".[local]"``).
 
     Loads its own model instance with per-position logits (``logits_all``; memory grows with
     ``context_size × vocabulary``, about 300 MB at 512 tokens for a 150k vocabulary). The

@@ -1,6 +1,6 @@
 """The optional packages of the transformations — pypinyin (pinyin, homophones) and OpenCC
 (Traditional script) — imported on first use, with a one-line error naming the extra to install
-(``pip install 'verimod[safeqa]'``) when they are absent."""
+(``pip install ".[safeqa]"``) when they are absent."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import importlib.metadata
 from functools import lru_cache
 from typing import Any, Literal
 
+from verimod.core.errors import install_hint
 from verimod.data.normalize_rules import MissingExtraError
 from verimod.tasks.safeqa.transforms.keys import is_han
 
@@ -21,7 +22,7 @@ def _pypinyin() -> Any:
         return importlib.import_module("pypinyin")
     except ImportError:
         raise MissingExtraError(
-            "pinyin-based transformations need pypinyin, which is not installed: pip install 'verimod[safeqa]'"
+            "pinyin-based transformations need pypinyin, which is not installed: " + install_hint("safeqa")
         ) from None
 
 
@@ -41,7 +42,7 @@ def opencc_converter(config: str) -> Any:
         opencc = importlib.import_module("opencc")
     except ImportError:
         raise MissingExtraError(
-            "the Traditional-script transformation needs OpenCC, which is not installed: pip install 'verimod[safeqa]'"
+            "the Traditional-script transformation needs OpenCC, which is not installed: " + install_hint("safeqa")
         ) from None
     return opencc.OpenCC(f"{config}.json")
 
