@@ -51,6 +51,11 @@ def test_errors(cli, two_runs):
     }
     text = cli("diagnose", "errors", two_runs[0]).stdout
     assert "hidden record errors" in text and "confusion: label" in text and "tag: quotation" in text
+    for option in ("--examples", "--show"):
+        refused = cli("diagnose", "errors", two_runs[0], option, "-1")
+        assert refused.exit_code == 2 and f"Invalid value for '{option}'" in refused.output
+    quiet = json.loads(cli("diagnose", "errors", two_runs[0], "--examples", "0", "--json").stdout)
+    assert quiet["parse_errors"] and all(not c["examples"] for c in quiet["parse_errors"])
 
 
 def test_paired_compare(cli, two_runs):

@@ -156,6 +156,9 @@ def test_validate_splits_finds_leakage_drift_and_missing_splits(cli, tmp_path):
     every_drift = cli("validate", path, "--splits", "--drift-alpha", "1").stdout
     assert "split 'test': label 'harmful' is 100.0%" in every_drift
     assert "near-duplicate" not in cli("validate", path, "--splits", "--threshold", "99.5").stdout
+    for option, value in (("--threshold", "150"), ("--threshold", "-1"), ("--max-drift", "-1")):
+        refused = cli("validate", path, "--splits", option, value)
+        assert refused.exit_code == 2 and f"Invalid value for '{option}'" in refused.output
 
 
 def test_validate_splits_flags_drift_beyond_chance(cli, tmp_path):

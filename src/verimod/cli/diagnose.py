@@ -57,8 +57,8 @@ def intervals(
 @diagnose_app.command("errors")
 def errors(
     run: Annotated[Path, typer.Argument(help=RUN_HELP)],
-    examples: Annotated[int, typer.Option(help="Examples per parse-error class.")] = 3,
-    show: Annotated[int, typer.Option(help="Hidden record errors to list.")] = 20,
+    examples: Annotated[int, typer.Option(min=0, help="Examples per parse-error class (0: none).")] = 3,
+    show: Annotated[int, typer.Option(min=0, help="Hidden record errors to list.")] = 20,
     as_json: JsonOpt = False,
     runs_dir: RunsDirOption = DEFAULT_RUNS_DIR,
 ) -> None:

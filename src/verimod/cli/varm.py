@@ -235,8 +235,12 @@ def validate(
             help="Data-set checks: every item split, no near-duplicates across splits, label/category drift per split.",
         ),
     ] = False,
-    threshold: Annotated[float, typer.Option(help="Near-duplicate threshold (fuzz.ratio) for --splits.")] = 95.0,
-    max_drift: Annotated[float, typer.Option(help="Largest label/category drift per split, in points.")] = 1.0,
+    threshold: Annotated[
+        float, typer.Option(min=0.0, max=100.0, help="Near-duplicate threshold (fuzz.ratio, 0–100) for --splits.")
+    ] = 95.0,
+    max_drift: Annotated[
+        float, typer.Option(min=0.0, max=100.0, help="Largest label/category drift per split, in points.")
+    ] = 1.0,
     drift_alpha: Annotated[
         float,
         typer.Option(
