@@ -58,6 +58,7 @@ def test_eval_scripted_writes_a_complete_run(cli, tmp_path, data):
     assert result.exit_code == 0, result.stderr
     run = next((tmp_path / "runs").iterdir())
     assert {p.name for p in run.iterdir()} == {
+        ".lock",  # the run's lock (free now: the process let it go)
         "manifest.json",
         "references.jsonl",
         "samples.jsonl",

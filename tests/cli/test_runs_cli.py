@@ -42,7 +42,8 @@ def runs(cli: Any, tmp_path: Path) -> Path:
         )
         args = ["eval", "--model", f"scripted:{answers}", "--data", data, "--setting", setting]
         result = cli(*args, "--runs-dir", folder, "--quiet")
-        assert result.exit_code == 0, result.stderr
+        # demo outputs leave some items without an output: failed samples, exit code 3
+        assert result.exit_code == (3 if len(outputs) < len(TEST) else 0), result.stderr
     return folder
 
 
@@ -112,9 +113,12 @@ def test_every_command_that_takes_a_run_takes_its_id_or_a_prefix(cli: Any, runs:
         ("eval", "--resume", first, "--quiet", *flags),
         ("review", "audit", first, "-o", tmp_path / "audit", "--sample-rate", "0", *flags),
     ]
+    failed = json.loads((runs / first / "manifest.json").read_text(encoding="utf-8"))["counts"]["errors"]
     for command in commands:
         result = cli(*command)
-        assert result.exit_code == 0, f"{command}: {result.stderr}"
+        # a resumed run whose scripted outputs lack some items still has failed samples: exit code 3
+        expected = 3 if command[0] == "eval" and failed else 0
+        assert result.exit_code == expected, f"{command}: {result.stderr}"
     assert json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["n"] == len(TEST)
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from verimod.core.cache import ResponseCache
-from verimod.core.engine import AdaptiveLimiter, EngineConfig, run_requests
+from verimod.core.engine import EngineConfig, run_requests
 from verimod.models.base import BackendError, BackendOptions, ChatMessage, ModelBackend, ModelRequest, ModelResponse
 
 FAST = EngineConfig(max_concurrency=8, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01)

@@ -31,7 +31,7 @@ def test_create_append_reopen(tmp_path):
     samples = reopened.samples()
     assert samples[("a", 0)].output == "x" and samples[("b", 0)].output == "y"
     assert reopened.manifest.model == "scripted:x"
-    with pytest.raises(FileExistsError):
+    with pytest.raises(InputError, match="a run with this id exists already"):
         RunStore.create(tmp_path, manifest(), [])
 
 
