@@ -155,7 +155,9 @@ class Fleet:
                 replica.limit.on_success(now, latency)
             if kinds and all(k in HEALTH_FAILURES for k in kinds):
                 replica.consecutive_failures += 1
-                if replica.ejection_level > 0 or replica.consecutive_failures >= self.health.eject_after:
+                if replica.ejected(now):
+                    pass  # sent before the ejection: the same trouble, already acted on
+                elif replica.ejection_level > 0 or replica.consecutive_failures >= self.health.eject_after:
                     self._eject(replica, now)
             else:  # the server answered (even a refusal or a client error): it is up
                 replica.consecutive_failures = 0
