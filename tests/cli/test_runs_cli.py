@@ -89,7 +89,8 @@ def test_an_unscored_run_is_named_with_its_status(cli: Any, runs: Path) -> None:
     (runs / run_id / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     result = cli("runs", "list", "--runs-dir", runs)
     text = " ".join(result.stdout.split())
-    assert f"not scored: {short_ids(run_ids(runs))[run_id]} (interrupted)" in text
+    # an interrupted run can be completed with --resume: the list says so
+    assert f"not scored: {short_ids(run_ids(runs))[run_id]} (interrupted (resumable))" in text
 
 
 # -- run ids wherever a run directory is ---------------------------------------------------------
