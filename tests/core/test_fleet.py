@@ -78,9 +78,11 @@ def test_rate_limits_slow_and_pause_only_the_replica_that_asked():
     async def scenario():
         f = fleet(2, maximum=8, eject_after=1)
         a, b = f.replicas
-        a.in_flight += 1
+        a.in_flight += 2
         await f.release(a, 0.01, ["rate_limited"], retry_after=0.2)
         assert a.limit.limit == 4 and b.limit.limit == 8  # per-replica limits
+        assert not a.limit.paused(time.monotonic())  # a lone refusal delays only its own request
+        await f.release(a, 0.01, ["rate_limited"], retry_after=0.2)  # refusals in a row: paused
         assert a.consecutive_failures == 0 and a.ejections == 0  # a rate limit is load, not ill health
         assert {(await f.acquire()).label for _ in range(6)} == {"r1"}  # r0 is paused
         assert (await f.acquire(avoid=b)) is b  # even a retry that would rather avoid r1

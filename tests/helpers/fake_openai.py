@@ -11,7 +11,8 @@ Fault injection for serving conditions (each replica of a fleet is its own serve
 probabilities (``{"429": 0.05}``; seeded by ``fault_seed``, so a run is repeatable);
 ``retry_after`` is the Retry-After header sent with the faults named in ``retry_after_on``
 (default ``429`` only; ``None``: no header); ``arrivals`` records when each chat request came
-(monotonic seconds) and its key; ``responder`` (``body -> text``), when given, answers from the
+(monotonic seconds) and its key (``record=False``: no bodies, headers or arrivals are kept, for
+long benchmark runs); ``responder`` (``body -> text``), when given, answers from the
 whole request body (e.g. its seed). A dead replica is a port nothing listens on:
 :func:`dead_base_url`.
 
@@ -128,6 +129,7 @@ class FakeOpenAI:
         fault_seed: int = 0,
         retry_after_on: tuple[str, ...] = ("429",),
         responder: Callable[[dict[str, Any]], str] | None = None,
+        record: bool = True,
     ) -> None:
         self.logprob_modes = frozenset(logprob_modes)
         self.lm = ToyLM(vocabulary)
@@ -149,6 +151,7 @@ class FakeOpenAI:
         self.responder = responder
         self.arrivals: list[tuple[float, str]] = []
         self.injected: Counter[str] = Counter()
+        self.record = record
 
     def _drawn_fault(self) -> str | None:
         """A fault drawn with ``fault_rates`` (None: answer normally)."""
@@ -166,12 +169,13 @@ class FakeOpenAI:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.bodies.append(body)
-        self.authorization.append(request.headers.get("Authorization"))
-        self.models.add(body.get("model"))
         user = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
         self.hits[user] += 1
-        self.arrivals.append((time.monotonic(), user))
+        if self.record:
+            self.bodies.append(body)
+            self.authorization.append(request.headers.get("Authorization"))
+            self.models.add(body.get("model"))
+            self.arrivals.append((time.monotonic(), user))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         fault = self.faults[user].pop(0) if self.faults.get(user) else None
@@ -420,6 +424,7 @@ def main() -> None:
     )
     parser.add_argument("--retry-after", default="0.05", help="Retry-After of a 429 ('none': no header)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the drawn faults")
+    parser.add_argument("--no-record", action="store_true", help="keep no request bodies (long benchmark runs)")
     args = parser.parse_args()
     answers: dict[str, Any] = {}
     if args.answers:
@@ -432,6 +437,7 @@ def main() -> None:
         fault_rates=rates,
         fault_seed=args.seed,
         retry_after=None if args.retry_after == "none" else args.retry_after,
+        record=not args.no_record,
     )
 
     async def serve() -> None:

@@ -80,6 +80,7 @@ class Replica:
             "ejections": self.ejections,
             "lowest_limit": self.limit.lowest,
             "limit_decreases": self.limit.decreases,
+            "pauses": self.limit.pauses,
         }
 
 
