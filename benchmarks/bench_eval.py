@@ -10,8 +10,8 @@ server use one core each. Each sample is requested, stored (samples.jsonl), pars
    64 / 0.2 s = 320 samples/s;
 3. serving faults (issue #20), answers after a fixed latency (``--fault-latency``, default
    0.1 s: the time is then set by how many requests the engine keeps in flight, not by the
-   shared CPUs), concurrency 64, each beside its fault-free reference in the same run: 5 % of the answers HTTP 429 (with the server's Retry-After of
-   0.05 s, and without one); a fleet of one dead ``--base-url`` and one healthy server against
+   shared CPUs), concurrency 64, each beside its fault-free reference in the same run: 5 % of
+   the answers HTTP 429 (with the server's Retry-After of 0.05 s, and without one); a fleet of one dead ``--base-url`` and one healthy server against
    the healthy server alone; a fleet where one server answers 30 % HTTP 503 against two healthy
    servers. The cases run in turn, ``--rounds`` times; each line gives the median time of the
    request phase, the ratio of medians and the failed samples;
@@ -252,7 +252,8 @@ def faults(folder: Path, n: int, concurrency: int, rounds: int, latency: float) 
             for r in result.engine["replicas"]  # type: ignore[attr-defined]
         )
         print(
-            f"{name}, latency {latency:g} s, n={n:,}, concurrency {concurrency}: request phase median {median:.2f} s of {rounds} "
+            f"{name}, latency {latency:g} s, n={n:,}, concurrency {concurrency}: request phase median "
+            f"{median:.2f} s of {rounds} "
             f"({', '.join(f'{t:.2f}' for t in times[name])}){ratio}; failed samples {failed[name]} in all; "
             f"last round: retries {result.engine['retries'] or 0}; replicas: {replicas}"
         )
