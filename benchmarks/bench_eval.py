@@ -11,10 +11,11 @@ server use one core each. Each sample is requested, stored (samples.jsonl), pars
 3. serving faults (issue #20), answers after a fixed latency (``--fault-latency``, default
    0.1 s: the time is then set by how many requests the engine keeps in flight, not by the
    shared CPUs), concurrency 64, each beside its fault-free reference in the same run: 5 % of
-   the answers HTTP 429 (with the server's Retry-After of 0.05 s, and without one); a fleet of one dead ``--base-url`` and one healthy server against
-   the healthy server alone; a fleet where one server answers 30 % HTTP 503 against two healthy
-   servers. The cases run in turn, ``--rounds`` times; each line gives the median time of the
-   request phase, the ratio of medians and the failed samples;
+   the answers HTTP 429 (with the server's Retry-After of 0.05 s, and without one); a fleet of
+   one dead ``--base-url`` and one healthy server against the healthy server alone; a fleet
+   where one server answers 30 % HTTP 503 against two healthy servers. The cases run in turn,
+   ``--rounds`` times; each line gives the median time of the request phase, the ratio of
+   medians and the failed samples;
 4. peak memory (the maximum resident set size of the ``verimod eval`` process, from
    ``wait4``) of whole ``verimod eval --no-cache`` runs of ``--memory-n`` items (default
    50,000 and 1,000,000), the fake server in its own process keeping no request bodies.
