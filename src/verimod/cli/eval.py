@@ -290,6 +290,13 @@ def eval_command(
 
     Example: [bold]verimod eval --model openai:qwen2.5-7b-instruct --base-url http://localhost:8000/v1
     --setting taxonomy --data test.jsonl --limit 200[/bold]
+
+    Sampling, three answers per item, on a fleet of two servers: [bold]verimod eval --model openai:qwen2.5-7b-instruct
+    --base-url http://gpu1:8000/v1 --base-url http://gpu2:8000/v1 --temperature 0.7 --repeats 3[/bold]
+
+    Exit codes: 0 every sample answered; 1 every sample failed; 2 bad input, or the run is in use by
+    another process; 3 some samples failed (scored as wrong, scores written); 130 Ctrl-C, 143 SIGTERM
+    (the run is interrupted and resumable).
     """
     with _sigterm_as_interrupt():
         try:
