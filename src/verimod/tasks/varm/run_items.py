@@ -78,29 +78,36 @@ class ReferenceFile(Sequence[VarmReference]):
             return [self[i] for i in range(*index.indices(len(self)))]
         with open(self.path, "rb") as handle:
             handle.seek(self._offsets[index])
-            return self._decode(handle.readline(), index)
+            return self._decode(handle.readline(), self._offsets[index])
 
-    def __iter__(self) -> Iterator[VarmReference]:
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """(byte offset, line) of every line that is not blank."""
         with open(self.path, "rb") as handle:
-            number = 0
+            offset = 0
             for line in handle:
                 if line.strip():
-                    yield self._decode(line, number)
-                    number += 1
+                    yield offset, line
+                offset += len(line)
+
+    def __iter__(self) -> Iterator[VarmReference]:
+        for offset, line in self._lines():
+            yield self._decode(line, offset)
 
     def ids(self) -> Iterator[str]:
         """The item ids in order, without decoding the items."""
-        with open(self.path, "rb") as handle:
-            for number, line in enumerate(line for line in handle if line.strip()):
-                found = _ID.match(line)
-                yield str(json.loads(found[1])) if found else self._decode(line, number).id
+        for offset, line in self._lines():
+            found = _ID.match(line)
+            yield str(json.loads(found[1])) if found else self._decode(line, offset).id
 
-    def _decode(self, line: bytes, number: int) -> VarmReference:
+    def _decode(self, line: bytes, offset: int) -> VarmReference:
+        """The item on the line at ``offset``; a bad one is an :class:`InputError` naming the file's line."""
         try:
             return VarmReference.model_validate_json(line)
         except ValidationError as exc:
+            with open(self.path, "rb") as handle:
+                number = handle.read(offset).count(b"\n") + 1
             raise InputError.at(
-                str(self.path), number + 1, None, f"not a reference item: {exc.errors()[0]['msg']}"
+                str(self.path), number, None, f"not a reference item: {exc.errors()[0]['msg']}"
             ) from None
 
 
