@@ -95,7 +95,7 @@ def test_sigterm_stops_like_ctrl_c_and_resumes(tmp_path, cli, monkeypatch):
     server_side = behaviour()
     with FakeOpenAIServer(server_side) as server:
         process, samples = start_eval(server, data, tmp_path / "runs")
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)  # while requests are in flight, in request tasks
         assert process.wait(30) == 143
         stderr = process.stderr.read().decode()
         assert f"terminated; resume with: verimod eval --resume {samples.parent}" in stderr
@@ -115,7 +115,7 @@ def test_a_live_run_cannot_be_resumed_by_a_second_process(tmp_path, cli, monkeyp
     """Issue #20: ``--resume`` on a running run sent 1,016 duplicate requests (no lock)."""
     monkeypatch.setenv("VERIMOD_CACHE_DIR", str(tmp_path / "cache"))
     data = write_lines(tmp_path / "data.jsonl", [r.model_dump(exclude_none=True) for r in ITEMS])
-    server_side = behaviour()
+    server_side = behaviour(delay_s=0.5)  # the other 98 samples take 12 s: the run is live meanwhile
     with FakeOpenAIServer(server_side) as server:
         process, samples = start_eval(server, data, tmp_path / "runs")
         try:

@@ -7,7 +7,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, Any
@@ -102,6 +102,33 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _sigterm_cancels(task: asyncio.Task[Any] | None) -> Iterator[Callable[[], bool]]:
+    """Inside a running event loop: SIGTERM cancels ``task`` (as asyncio does with Ctrl-C), so
+    every request task ends cleanly instead of one of them dying with the exception. Yields a
+    function telling whether SIGTERM came; the previous handler is restored on the way out."""
+    loop = asyncio.get_running_loop()
+    came = False
+
+    def cancel() -> None:
+        nonlocal came
+        came = True
+        if task is not None:
+            task.cancel()
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        loop.add_signal_handler(signal.SIGTERM, cancel)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or not POSIX
+        yield lambda: came
+        return
+    try:
+        yield lambda: came
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, previous)  # asyncio leaves the default (death) behind
+
+
 def _run(
     store: RunStore,
     backend: ModelBackend,
@@ -114,18 +141,26 @@ def _run(
     Ctrl-C or SIGTERM marks the run interrupted (resumable) and exits 130 or 143."""
     cache = ResponseCache() if use_cache else None
     hits = 0
+    terminated = False
 
     async def send(progress: RunProgress) -> None:
-        nonlocal hits
-        try:
-            stats = await execute(store, backend, requests, template, cache, progress.advance)
-            hits = stats.cache_hits
-        finally:
-            await backend.aclose()
+        nonlocal hits, terminated
+        with _sigterm_cancels(asyncio.current_task()) as signalled:
+            try:
+                stats = await execute(store, backend, requests, template, cache, progress.advance)
+                hits = stats.cache_hits
+            finally:
+                terminated = signalled()
+                await backend.aclose()
 
     try:
         with RunProgress(len(requests), f"{store.manifest.model} · {store.manifest.setting}", quiet) as progress:
-            asyncio.run(send(progress))
+            try:
+                asyncio.run(send(progress))
+            except asyncio.CancelledError:
+                if not terminated:
+                    raise
+                raise _Terminated() from None
     except KeyboardInterrupt as stop:
         store.manifest.status = "interrupted"
         store.save_manifest()
