@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from tests.helpers.syncs import record_syncs
 from verimod.core.errors import InputError
 from verimod.core.runs import RunManifest, RunStore, SampleRecord, resolve_run_dir, run_ids, short_ids
 
@@ -278,3 +279,18 @@ def test_sample_index_and_finished_keys_read_ids_exactly(tmp_path):
         assert read(index[3]["f"]).output == "z"
         assert {read(index[0][i]).id for i in odd} == set(odd)
     assert store.samples().keys() == {(i, r) for r, ids in index.items() for i in ids}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name the synced files")
+def test_the_files_a_run_promises_are_synced_before_they_replace_the_old_ones(tmp_path, monkeypatch):
+    store = RunStore.create(tmp_path, manifest(), [{"id": "a"}])
+    events = record_syncs(monkeypatch)
+    store.save_manifest()
+    store.write_results({"n": 1}, [{"id": "a"}])
+    store.release()
+    replaced = [name for kind, name in events if kind == "replace"]
+    assert replaced == ["manifest.json", "items.jsonl", "scores.json"]
+    for name in replaced:  # each one: its temporary file synced, replaced, the folder synced
+        at = events.index(("replace", name))
+        assert events[at - 1][0] == "fsync" and events[at - 1][1].startswith(f".{name}.")
+        assert events[at + 1] == ("fsync", "folder")
