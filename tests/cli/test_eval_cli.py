@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.conftest import write_lines
-from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
+from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer, dead_base_url
 from verimod.models.base import GenerationParams
 from verimod.tasks.varm.evaluate import build_requests
 from verimod.tasks.varm.prompts import load_prompt
@@ -58,6 +58,7 @@ def test_eval_scripted_writes_a_complete_run(cli, tmp_path, data):
     assert result.exit_code == 0, result.stderr
     run = next((tmp_path / "runs").iterdir())
     assert {p.name for p in run.iterdir()} == {
+        ".lock",  # the run's lock (free now: the process let it go)
         "manifest.json",
         "references.jsonl",
         "samples.jsonl",
@@ -290,3 +291,102 @@ def test_model_help_names_every_backend(cli, monkeypatch):
     text = cli("eval", "--help").stdout
     for prefix in ("baseline", "openai:", "gguf:", "hf:", "hfcls:", "scripted:"):
         assert prefix in text
+
+
+# -- issue #20: the engine under serving conditions --------------------------------------------
+
+
+def eval_args(server_urls, data, runs, *extra):
+    urls = [a for url in server_urls for a in ("--base-url", url)]
+    return ["eval", "--model", "openai:m", *urls, "--data", data, "--runs-dir", runs, *extra]
+
+
+def test_failed_samples_exit_3_and_the_scores_are_still_written(cli, tmp_path, data):
+    """Issue #20: a run where 24 % of the samples failed exited 0."""
+    answers = answers_by_message()
+    behaviour = FakeOpenAI(answers=answers, faults={m: ["400"] for m in list(answers)[:2]})  # final errors
+    with FakeOpenAIServer(behaviour) as server:
+        result = cli(*eval_args([server.base_url], data, tmp_path / "runs", "--quiet", "--json", "-"))
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["n_model_errors"] == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: 2 sample(s) failed and are scored as wrong (exit code 3)") and "--resume" in line
+    run = next((tmp_path / "runs").iterdir())
+    assert json.loads((run / "scores.json").read_text(encoding="utf-8"))["n_model_errors"] == 2
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "completed_with_errors" and manifest["counts"]["errors"] == 2
+
+
+def test_the_manifest_records_the_engine_counters_and_latency_covers_every_attempt(cli, tmp_path, data):
+    answers = answers_by_message()
+    first = next(iter(answers))
+    behaviour = FakeOpenAI(answers=answers, faults={first: ["429"]}, retry_after="0.3")
+    with FakeOpenAIServer(behaviour) as server:
+        result = cli(*eval_args([server.base_url], data, tmp_path / "runs", "--quiet", "--retry-after-max", "10"))
+    assert result.exit_code == 0, result.stderr
+    run = next((tmp_path / "runs").iterdir())
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["engine"]["retry_after_max_s"] == 10.0
+    (phase,) = manifest["engine_phases"]
+    assert phase["requests"] == len(TEST) and phase["attempts"] == len(TEST) + 1
+    assert phase["retries"] == {"rate_limited": 1} and phase["errors"] == {}
+    assert phase["lowest_limit"] == 32  # one refusal among 24 answers is tolerated: the limit stays
+    assert phase["elapsed_s"] >= 0.3 and phase["started_at"] <= manifest["finished_at"]
+    (replica,) = phase["replicas"]
+    assert replica["replica"] == server.base_url and replica["attempts"] == len(TEST) + 1
+    assert replica["answered"] == len(TEST) and replica["failures"] == {"rate_limited": 1}
+    assert replica["pauses"] == 0 and replica["limit_decreases"] == 0
+    samples = {json.loads(x)["id"]: json.loads(x) for x in (run / "samples.jsonl").read_text("utf-8").splitlines()}
+    retried = samples[TEST[0].id]
+    assert retried["attempts"] == 2 and retried["latency_s"] >= 0.3  # the wait between attempts included
+
+
+def test_a_dead_replica_in_the_fleet_fails_no_sample(cli, tmp_path, data):
+    """Issue #20: one --base-url dead, one healthy: 5 samples failed for good."""
+    behaviour = FakeOpenAI(answers=answers_by_message())
+    with FakeOpenAIServer(behaviour) as server:
+        args = eval_args([dead_base_url(), server.base_url], data, tmp_path / "runs", "--retries", "1")
+        result = cli(*args, "--max-concurrency", "4", "--quiet", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["n_model_errors"] == 0
+    run = next((tmp_path / "runs").iterdir())
+    (phase,) = json.loads((run / "manifest.json").read_text(encoding="utf-8"))["engine_phases"]
+    dead, alive = phase["replicas"]
+    assert dead["answered"] == 0 and set(dead["failures"]) == {"connection"} and alive["answered"] == len(TEST)
+
+
+def test_repeats_sample_each_item_with_its_own_seed_and_give_the_spread(cli, tmp_path, data):
+    """Issue #20: --repeats N for sampling at temperature > 0; repeated runs are not served from
+    the cache silently."""
+    messages = user_messages()
+    rationale = {messages[r.id]: r.cot for r in TEST}
+
+    def responder(body):  # an even seed answers right, an odd one without anchors
+        return rationale[body["messages"][-1]["content"]] if body["seed"] % 2 == 0 else "这条评论没有问题。"
+
+    behaviour = FakeOpenAI(responder=responder)
+    with FakeOpenAIServer(behaviour) as server:
+        args = eval_args([server.base_url], data, tmp_path / "runs", "--temperature", "0.7", "--repeats", "3")
+        first = cli(*args, "--quiet", "--json", "-")
+        assert first.exit_code == 0, first.stderr
+        assert sorted(b["seed"] for b in behaviour.bodies) == [0] * 24 + [1] * 24 + [2] * 24
+        again = cli(*args, "--quiet", "--json", "-")
+        assert len(behaviour.bodies) == 3 * len(TEST)  # all from the cache …
+        assert f"warning: {3 * len(TEST)} answer(s) came from the response cache" in again.stderr  # … and said so
+        table = cli(*args, "--no-cache")
+    scores = json.loads(first.stdout)
+    assert scores["jrem"] == 1.0 and scores["n"] == len(TEST)  # repeat 0: the run's scores
+    jrem = scores["repeats"]["metrics"]["jrem"]
+    assert scores["repeats"]["count"] == 3 and jrem["values"] == [1.0, 0.0, 1.0]
+    assert jrem["mean"] == pytest.approx(2 / 3) and jrem["sd"] == pytest.approx(3**-0.5)  # sd of 1, 0, 1 (n − 1)
+    assert (jrem["min"], jrem["max"]) == (0.0, 1.0)
+    assert json.loads(again.stdout) == scores
+    run = sorted((tmp_path / "runs").iterdir())[0]
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["repeats"] == 3 and manifest["counts"]["total"] == manifest["counts"]["done"] == 3 * len(TEST)
+    samples = [json.loads(x) for x in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted((x["id"], x["repeat"]) for x in samples) == sorted((r.id, k) for r in TEST for k in range(3))
+    items = [json.loads(x) for x in (run / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(x["id"], x["repeat"]) for x in items] == [(r.id, k) for r in TEST for k in range(3)]
+    assert json.loads(cli("score", "--run", run, "--json", "-").stdout)["jrem"] == 1.0
+    assert table.exit_code == 0 and "over 3 repeats" in table.stdout and "66.67" in table.stdout

@@ -42,7 +42,8 @@ def runs(cli: Any, tmp_path: Path) -> Path:
         )
         args = ["eval", "--model", f"scripted:{answers}", "--data", data, "--setting", setting]
         result = cli(*args, "--runs-dir", folder, "--quiet")
-        assert result.exit_code == 0, result.stderr
+        # demo outputs leave some items without an output: failed samples, exit code 3
+        assert result.exit_code == (3 if len(outputs) < len(TEST) else 0), result.stderr
     return folder
 
 
@@ -88,7 +89,8 @@ def test_an_unscored_run_is_named_with_its_status(cli: Any, runs: Path) -> None:
     (runs / run_id / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     result = cli("runs", "list", "--runs-dir", runs)
     text = " ".join(result.stdout.split())
-    assert f"not scored: {short_ids(run_ids(runs))[run_id]} (interrupted)" in text
+    # an interrupted run can be completed with --resume: the list says so
+    assert f"not scored: {short_ids(run_ids(runs))[run_id]} (interrupted (resumable))" in text
 
 
 # -- run ids wherever a run directory is ---------------------------------------------------------
@@ -112,9 +114,12 @@ def test_every_command_that_takes_a_run_takes_its_id_or_a_prefix(cli: Any, runs:
         ("eval", "--resume", first, "--quiet", *flags),
         ("review", "audit", first, "-o", tmp_path / "audit", "--sample-rate", "0", *flags),
     ]
+    failed = json.loads((runs / first / "manifest.json").read_text(encoding="utf-8"))["counts"]["errors"]
     for command in commands:
         result = cli(*command)
-        assert result.exit_code == 0, f"{command}: {result.stderr}"
+        # a resumed run whose scripted outputs lack some items still has failed samples: exit code 3
+        expected = 3 if command[0] == "eval" and failed else 0
+        assert result.exit_code == expected, f"{command}: {result.stderr}"
     assert json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["n"] == len(TEST)
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from verimod.core.cache import ResponseCache
-from verimod.core.engine import AdaptiveLimiter, EngineConfig, run_requests
+from verimod.core.engine import EngineConfig, run_requests
 from verimod.models.base import BackendError, BackendOptions, ChatMessage, ModelBackend, ModelRequest, ModelResponse
 
 FAST = EngineConfig(max_concurrency=8, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01)
@@ -98,23 +98,7 @@ def test_rate_limits_shrink_the_limit_then_it_recovers():
     backend = Flaky(script)
     _, stats = run(backend, requests(200), EngineConfig(max_concurrency=16, backoff_base_s=0.001, backoff_max_s=0.01))
     assert stats.lowest_limit < 16 and stats.errors == 0
-
-
-def test_limiter_halves_and_grows_back():
-    async def scenario():
-        limiter = AdaptiveLimiter(8)
-        await limiter.overload(0.0)
-        assert limiter.limit == 4
-        await limiter.overload(0.0)
-        assert limiter.limit == 2
-        for _ in range(2):
-            await limiter.success()
-        assert limiter.limit == 3
-        for _ in range(100):
-            await limiter.success()
-        assert limiter.limit == 8
-
-    asyncio.run(scenario())
+    assert stats.retries_by_kind == {"rate_limited": 10} and stats.attempts == 210
 
 
 def test_cache_serves_identical_requests_only(tmp_path):
@@ -185,3 +169,105 @@ def test_in_process_backends_are_never_timed_out(batch_size):
     assert answers == {"s0": "answer s0", "s1": "answer s1"}
     assert stats.errors == 0 and backend.finished == 2
     assert all(o.latency_s >= 0.05 for o in outcomes)
+
+
+class Replicated(Flaky):
+    """A fleet: one Flaky backend per replica, each failing with its own script of kinds."""
+
+    def __init__(self, *replicas):
+        super().__init__()
+        self.members = list(replicas)
+
+    def replicas(self):
+        return [(f"replica-{i}", member) for i, member in enumerate(self.members)]
+
+
+class Dead(Flaky):
+    async def generate(self, request):
+        self.calls[request.sample_id] += 1
+        raise BackendError("connection", "connection refused")
+
+
+def test_a_dead_replica_costs_no_sample_and_is_ejected():
+    dead, healthy = Dead(), Flaky()
+    config = EngineConfig(max_concurrency=8, max_retries=1, backoff_base_s=0.001, eject_after=3, eject_s=10.0)
+    outcomes, stats = run(Replicated(dead, healthy), requests(200), config)
+    assert stats.errors == 0 and all(o.response is not None for o in outcomes)  # one retry was enough
+    assert sum(healthy.calls.values()) == 200
+    dead_stats, healthy_stats = stats.replicas
+    assert dead_stats["ejections"] == 1 and dead_stats["failures"] == {"connection": dead_stats["attempts"]}
+    assert dead_stats["attempts"] <= 3 + 8  # the failures that eject it, and those already in flight
+    assert healthy_stats["answered"] == 200 and healthy_stats["replica"] == "replica-1"
+
+
+def test_an_overloaded_replica_does_not_throttle_the_healthy_one():
+    script = {f"s{i}": ["rate_limited"] for i in range(0, 200, 3)}
+    busy, healthy = Flaky(script), Flaky()
+    _, stats = run(Replicated(busy, healthy), requests(200), EngineConfig(max_concurrency=8, max_retries=2))
+    assert stats.errors == 0
+    busy_stats, healthy_stats = stats.replicas
+    assert busy_stats["lowest_limit"] < 8 and healthy_stats["lowest_limit"] == 8
+
+
+def test_retry_after_is_honoured_as_sent_beyond_the_backoff_maximum():
+    """Issue #20: Retry-After was cut to backoff_max_s (30 s: a 60 s hint was not honoured)."""
+
+    class Asks(Flaky):
+        async def generate(self, request):
+            self.calls[request.sample_id] += 1
+            if self.calls[request.sample_id] == 1:
+                raise BackendError("rate_limited", "slow down", retry_after=0.3)
+            return ModelResponse(text="ok")
+
+    config = EngineConfig(max_retries=2, backoff_base_s=0.001, backoff_max_s=0.01)
+    outcomes, stats = run(Asks(), requests(1), config)
+    assert outcomes[0].attempts == 2 and stats.retries_by_kind == {"rate_limited": 1}
+    assert 0.3 <= outcomes[0].latency_s < 0.3 * 1.1 + 0.2  # waited as asked, plus at most 10 % jitter
+    capped = EngineConfig(max_retries=2, backoff_base_s=0.001, retry_after_max_s=0.05)
+    outcomes, _ = run(Asks(), requests(1), capped)
+    assert 0.05 <= outcomes[0].latency_s < 0.25  # the settable maximum
+
+
+def test_latency_covers_every_attempt():
+    class SlowThenOk(Flaky):
+        async def generate(self, request):
+            self.calls[request.sample_id] += 1
+            await asyncio.sleep(0.05)
+            if self.calls[request.sample_id] < 3:
+                raise BackendError("server", "try again")
+            return ModelResponse(text="ok")
+
+    outcomes, _ = run(SlowThenOk(), requests(1), EngineConfig(max_retries=3, backoff_base_s=0.001))
+    assert outcomes[0].attempts == 3 and outcomes[0].latency_s >= 3 * 0.05
+
+
+def test_requests_are_read_lazily():
+    """Memory must not grow with the number of requests: the engine reads the iterable only as
+    far as it has room in flight (issue #20)."""
+    read = 0
+    outcomes = []
+
+    def source():
+        nonlocal read
+        for request in requests(1000):
+            read += 1
+            yield request
+
+    reads_at_outcome = []
+
+    def on_outcome(outcome):
+        outcomes.append(outcome)
+        reads_at_outcome.append(read)
+
+    stats = asyncio.run(run_requests(Flaky(), source(), on_outcome, EngineConfig(max_concurrency=4)))
+    assert stats.done == 1000 and len(outcomes) == 1000
+    assert max(r - i for i, r in enumerate(reads_at_outcome, start=1)) <= 4 + 1  # in flight, plus one read ahead
+
+
+def test_the_summary_is_what_a_manifest_records():
+    script = {"s1": ["server"], "s2": ["client"]}
+    _, stats = run(Flaky(script), requests(5))
+    summary = stats.summary()
+    assert summary["requests"] == 5 and summary["attempts"] == 6 and summary["retries"] == {"server": 1}
+    assert summary["errors"] == {"client": 1} and summary["lowest_limit"] == FAST.max_concurrency
+    assert summary["elapsed_s"] >= 0 and [r["replica"] for r in summary["replicas"]] == ["flaky:m"]

@@ -1,8 +1,10 @@
 import codecs
 import json
+import os
 
 import pytest
 
+from tests.helpers.syncs import record_syncs
 from verimod.core.errors import InputError
 from verimod.data.jsonl import read_jsonl, scan_jsonl, write_json, write_jsonl
 
@@ -153,3 +155,18 @@ def test_the_html_report_gets_the_mode_of_the_umask(tmp_path, monkeypatch):
     finally:
         os.umask(old)
     assert _mode(page) == 0o644 and page.read_text(encoding="utf-8").startswith("<!")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name the synced files")
+def test_a_durable_write_is_synced_before_it_replaces_the_old_file(tmp_path, monkeypatch):
+    """Issue #20: fsync before os.replace where durability is promised (a power cut must leave
+    the old or the new version, never an empty file)."""
+    events = record_syncs(monkeypatch)
+    write_json(tmp_path / "scores.json", {"n": 1}, durable=True)
+    temporary, replaced, folder = events
+    assert temporary[0] == "fsync" and temporary[1].startswith(".scores.json.") and temporary[1].endswith(".tmp")
+    assert replaced == ("replace", "scores.json") and folder == ("fsync", "folder")
+    events.clear()
+    write_jsonl(tmp_path / "items.jsonl", [{"id": "a"}])  # not promised: no fsync
+    assert events == [("replace", "items.jsonl")]
+    assert json.loads((tmp_path / "scores.json").read_text(encoding="utf-8")) == {"n": 1}

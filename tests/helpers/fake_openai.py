@@ -6,6 +6,16 @@ optional latency, and injected faults consumed one per attempt: ``429`` (with Re
 connection without answering), ``malformed`` (200 with a body that is not JSON), ``empty``
 (200 with no choices). It counts requests per key and records the request bodies and Authorization headers seen.
 
+Fault injection for serving conditions (each replica of a fleet is its own server):
+``fault_rates`` draws a fault for every attempt that has no scripted one, with the given
+probabilities (``{"429": 0.05}``; seeded by ``fault_seed``, so a run is repeatable);
+``retry_after`` is the Retry-After header sent with the faults named in ``retry_after_on``
+(default ``429`` only; ``None``: no header); ``arrivals`` records when each chat request came
+(monotonic seconds) and its key (``record=False``: no bodies, headers or arrivals are kept, for
+long benchmark runs); ``responder`` (``body -> text``), when given, answers from the
+whole request body (e.g. its seed). A dead replica is a port nothing listens on:
+:func:`dead_base_url`.
+
 Token log-probabilities come from a deterministic toy language model (:class:`ToyLM`: one token
 per character of a fixed vocabulary, next-token logits a function of the previous token),
 served the way the real servers do (``logprob_modes`` chooses which):
@@ -36,8 +46,11 @@ import argparse
 import asyncio
 import json
 import math
+import random
+import socket
 import sys
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -109,9 +122,14 @@ class FakeOpenAI:
         faults: dict[str, list[str]] | None = None,
         delay_s: float = 0.0,
         timeout_sleep_s: float = 5.0,
-        retry_after: str = "0.05",
+        retry_after: str | None = "0.05",
         logprob_modes: frozenset[str] = LOGPROB_MODES,
         vocabulary: str = "",
+        fault_rates: dict[str, float] | None = None,
+        fault_seed: int = 0,
+        retry_after_on: tuple[str, ...] = ("429",),
+        responder: Callable[[dict[str, Any]], str] | None = None,
+        record: bool = True,
     ) -> None:
         self.logprob_modes = frozenset(logprob_modes)
         self.lm = ToyLM(vocabulary)
@@ -127,21 +145,48 @@ class FakeOpenAI:
         self.authorization: list[str | None] = []
         self.models: set[str] = set()
         self.bodies: list[dict[str, Any]] = []
+        self.fault_rates = dict(fault_rates or {})
+        self._fault_rng = random.Random(fault_seed)
+        self.retry_after_on = frozenset(retry_after_on)
+        self.responder = responder
+        self.arrivals: list[tuple[float, str]] = []
+        self.injected: Counter[str] = Counter()
+        self.record = record
+
+    def _drawn_fault(self) -> str | None:
+        """A fault drawn with ``fault_rates`` (None: answer normally)."""
+        draw = self._fault_rng.random()
+        for fault, rate in self.fault_rates.items():
+            if draw < rate:
+                return fault
+            draw -= rate
+        return None
+
+    def _fault_headers(self, fault: str) -> dict[str, str]:
+        return (
+            {"Retry-After": self.retry_after} if self.retry_after is not None and fault in self.retry_after_on else {}
+        )
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.bodies.append(body)
-        self.authorization.append(request.headers.get("Authorization"))
-        self.models.add(body.get("model"))
         user = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
         self.hits[user] += 1
+        if self.record:
+            self.bodies.append(body)
+            self.authorization.append(request.headers.get("Authorization"))
+            self.models.add(body.get("model"))
+            self.arrivals.append((time.monotonic(), user))
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         fault = self.faults[user].pop(0) if self.faults.get(user) else None
+        if fault is None and self.fault_rates:
+            fault = self._drawn_fault()
+        if fault is not None:
+            self.injected[fault] += 1
         if fault == "429":
-            return web.Response(status=429, text="slow down", headers={"Retry-After": self.retry_after})
+            return web.Response(status=429, text="slow down", headers=self._fault_headers(fault))
         if fault in ("500", "503"):
-            return web.Response(status=int(fault), text="server trouble")
+            return web.Response(status=int(fault), text="server trouble", headers=self._fault_headers(fault))
         if fault == "400":
             return web.Response(status=400, text="bad request")
         if fault == "timeout":
@@ -154,7 +199,7 @@ class FakeOpenAI:
             return web.Response(status=200, text='{"choices": [', content_type="application/json")
         if fault == "empty":
             return web.json_response({"id": "x", "choices": []})
-        text = self.answers.get(user)
+        text = self.responder(body) if self.responder is not None else self.answers.get(user)
         if text is None:
             text = self.default(user)
         self.answered[user] += 1
@@ -319,6 +364,14 @@ class FakeOpenAI:
         return application
 
 
+def dead_base_url() -> str:
+    """The base URL of a loopback port nothing listens on (connections are refused): a dead replica."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
 class FakeOpenAIServer:
     """Runs a :class:`FakeOpenAI` on 127.0.0.1 in a background thread; use as a context manager."""
 
@@ -366,12 +419,26 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--answers", help="JSON file: {user message: answer}")
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument(
+        "--fault-rate", action="append", default=[], metavar="FAULT=P", help="e.g. 429=0.05 (repeatable)"
+    )
+    parser.add_argument("--retry-after", default="0.05", help="Retry-After of a 429 ('none': no header)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the drawn faults")
+    parser.add_argument("--no-record", action="store_true", help="keep no request bodies (long benchmark runs)")
     args = parser.parse_args()
     answers: dict[str, Any] = {}
     if args.answers:
         with open(args.answers, encoding="utf-8") as handle:
             answers = json.load(handle)
-    behaviour = FakeOpenAI(answers=answers, delay_s=args.delay)
+    rates = {fault: float(rate) for fault, _, rate in (item.partition("=") for item in args.fault_rate)}
+    behaviour = FakeOpenAI(
+        answers=answers,
+        delay_s=args.delay,
+        fault_rates=rates,
+        fault_seed=args.seed,
+        retry_after=None if args.retry_after == "none" else args.retry_after,
+        record=not args.no_record,
+    )
 
     async def serve() -> None:
         runner = web.AppRunner(behaviour.app(), access_log=None)

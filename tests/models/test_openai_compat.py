@@ -96,6 +96,28 @@ def test_replicas_share_the_load_and_the_key_is_sent_but_never_exposed(monkeypat
     assert set(first.authorization) == {"Bearer sk-secret-123"} == set(second.authorization)
 
 
+def test_each_replica_view_sends_to_its_own_server_and_is_labelled_without_secrets():
+    """The engine keeps limits and health per server through these views (issue #20)."""
+    first, second = FakeOpenAI(default=lambda t: "a"), FakeOpenAI(default=lambda t: "b")
+    with FakeOpenAIServer(first) as one, FakeOpenAIServer(second) as two:
+        with_password = one.base_url.replace("http://", "http://user:pw-secret@")
+        backend = create_backend("openai:m", BackendOptions(base_urls=(with_password, two.base_url)))
+        (label_one, view_one), (label_two, view_two) = backend.replicas()
+        assert (label_one, label_two) == (one.base_url, two.base_url)  # no user or password in a label
+        assert view_one.identity() == view_two.identity() == backend.identity()
+
+        async def ask():
+            try:
+                return [await view.generate(req(f"v{i}")) for i in range(3) for view in (view_two, view_one)]
+            finally:
+                await backend.aclose()
+
+        answers = asyncio.run(ask())
+    assert [a.text for a in answers] == ["b", "a"] * 3
+    assert sum(first.hits.values()) == sum(second.hits.values()) == 3
+    assert first.authorization[0].startswith("Basic ") and second.authorization == [None] * 3
+
+
 def test_missing_key_variable_and_bad_urls_are_clear_errors(monkeypatch):
     monkeypatch.delenv("NOPE_KEY", raising=False)
     with pytest.raises(BackendError, match="NOPE_KEY"):

@@ -47,7 +47,7 @@ def run_rows(stores: list[RunStore]) -> list[dict[str, Any]]:
                 "short": shorts[folder].get(store.directory.name, store.directory.name),
                 "model": manifest.model_label,
                 "setting": manifest.setting,
-                "status": manifest.status,
+                "status": store.shown_status(),
                 "scores": store.scores(),
             }
         )
@@ -117,7 +117,7 @@ def show_run(
             "data",
             f"{manifest.data.get('path')} (n={manifest.data.get('n')}, sha256 {str(manifest.data.get('sha256'))[:12]})",
         ),
-        ("status", manifest.status),
+        ("status", store.shown_status()),
         ("counts", ", ".join(f"{k} {v}" for k, v in manifest.counts.model_dump().items())),
         ("started / finished", f"{manifest.started_at} / {manifest.finished_at or '-'}"),
         ("verimod / parser", f"{manifest.verimod_version} / {manifest.parser_version}"),

@@ -198,10 +198,12 @@ def _file_mode(target: Path) -> int:
         return 0o666 & ~current_umask()
 
 
-def atomic_write(path: str | Path, chunks: Iterable[bytes]) -> None:
+def atomic_write(path: str | Path, chunks: Iterable[bytes], durable: bool = False) -> None:
     """Write ``chunks`` to ``path`` through a temporary file and a rename: readers never see
     a half-written file, and a crash leaves the previous version in place. The file gets the
-    mode of :func:`_file_mode` (not the 0600 of the temporary file)."""
+    mode of :func:`_file_mode` (not the 0600 of the temporary file). ``durable``: the file is
+    fsync'd before the rename (and the folder after it), so a power cut leaves the old or the
+    new version, never an empty file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -211,14 +213,34 @@ def atomic_write(path: str | Path, chunks: Iterable[bytes]) -> None:
         with os.fdopen(fd, "wb") as out:
             for chunk in chunks:
                 out.write(chunk)
+            if durable:
+                out.flush()
+                os.fsync(out.fileno())
         os.replace(tmp, target)
+        if durable:
+            fsync_folder(target.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
-    """Write ``rows`` as JSON Lines to ``path`` atomically; return the number of rows written."""
+def fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where a folder cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Any], durable: bool = False) -> int:
+    """Write ``rows`` as JSON Lines to ``path`` atomically (``durable``: see :func:`atomic_write`);
+    return the number of rows written."""
     count = 0
 
     def lines() -> Iterator[bytes]:
@@ -227,11 +249,12 @@ def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
             count += 1
             yield dumps_line(row)
 
-    atomic_write(path, lines())
+    atomic_write(path, lines(), durable)
     return count
 
 
-def write_json(path: str | Path, obj: Any) -> None:
-    """Write one JSON document (indented, UTF-8) to ``path`` atomically."""
+def write_json(path: str | Path, obj: Any, durable: bool = False) -> None:
+    """Write one JSON document (indented, UTF-8) to ``path`` atomically (``durable``: see
+    :func:`atomic_write`)."""
     text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
-    atomic_write(path, [text.encode("utf-8", "backslashreplace")])
+    atomic_write(path, [text.encode("utf-8", "backslashreplace")], durable)

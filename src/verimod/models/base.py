@@ -181,6 +181,13 @@ class ModelBackend(ABC):
         """What identifies this model's outputs, for cache keys and manifests. Never secrets."""
         return {"backend": self.prefix, "model": self.name}
 
+    def replicas(self) -> Sequence[tuple[str, ModelBackend]]:
+        """The servers this backend can send a request to, each as (label, a backend that
+        answers on that server alone): the engine keeps limits and health per replica
+        (``verimod.core.fleet``). Labels name a server in run manifests: never secrets.
+        Default: this backend alone."""
+        return ((self.spec, self),)
+
     @abstractmethod
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Answer one request or raise :class:`BackendError`."""

@@ -2,9 +2,11 @@
 
 vLLM, llama.cpp server, SGLang, Ollama and hosted APIs all speak it. Options:
 
-- ``base_urls``: one or more ``.../v1`` URLs (default ``http://localhost:8000/v1``). With several
-  replicas each request goes to the one with the fewest requests in flight (ties in turn):
-  this is how a fleet of servers is used.
+- ``base_urls``: one or more ``.../v1`` URLs (default ``http://localhost:8000/v1``): a fleet of
+  servers of the same model. :meth:`OpenAICompatibleBackend.replicas` gives the engine one view
+  per server, so that it keeps limits and health per server and retries a failed attempt on
+  another one (:mod:`verimod.core.fleet`); a request sent directly (:meth:`generate`) goes to
+  the replica with the fewest requests in flight (ties in turn).
 - ``api_key_env``: the name of the environment variable holding the API key (default
   ``OPENAI_API_KEY`` when set). The key is sent as a bearer token and never logged, returned
   or written to a run file.
@@ -31,8 +33,10 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -150,6 +154,11 @@ class OpenAICompatibleBackend(ModelBackend):
         """Backend and model name (base URLs and keys are not part of a model's identity)."""
         return {"backend": self.prefix, "model": self.name}
 
+    def replicas(self) -> Sequence[tuple[str, ModelBackend]]:
+        """One view per base URL, labelled by its URL (without any user or password in it),
+        sharing this backend's connection pool and key."""
+        return tuple((replica_label(url), _Replica(self, i)) for i, url in enumerate(self.base_urls))
+
     def _pick(self) -> int:
         fewest = min(self._in_flight)
         candidates = [i for i, n in enumerate(self._in_flight) if n == fewest]
@@ -167,7 +176,10 @@ class OpenAICompatibleBackend(ModelBackend):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """POST one chat completion to the least-busy replica."""
-        index = self._pick()
+        return await self.generate_on(self._pick(), request)
+
+    async def generate_on(self, index: int, request: ModelRequest) -> ModelResponse:
+        """POST one chat completion to replica ``index``."""
         url = f"{self.base_urls[index]}/chat/completions"
         return parse_completion(await self._post_json(index, url, request_body(self.name, request)))
 
@@ -229,6 +241,33 @@ class OpenAICompatibleBackend(ModelBackend):
         if self._session is not None and not self._session.closed:
             await self._session.close()
             await asyncio.sleep(0)
+
+
+class _Replica(ModelBackend):
+    """One server of an :class:`OpenAICompatibleBackend` fleet: its requests go there only."""
+
+    prefix = "openai"
+
+    def __init__(self, fleet: OpenAICompatibleBackend, index: int) -> None:
+        super().__init__(fleet.name, fleet.options)
+        self.fleet = fleet
+        self.index = index
+
+    def identity(self) -> dict[str, Any]:
+        return self.fleet.identity()
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        return await self.fleet.generate_on(self.index, request)
+
+
+def replica_label(url: str) -> str:
+    """A base URL as run files may show it: any ``user:password@``, query and fragment removed."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _status_error(url: str, status: int, body: bytes, retry_after: float | None) -> BackendError:

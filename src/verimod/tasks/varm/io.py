@@ -76,8 +76,13 @@ def reference_objects(
 def load_references(path: str | Path, encoding: str | None = None) -> list[VarmReference]:
     """All reference items of a source (JSONL file, ``hf:`` data set, folder, Parquet file);
     raises :class:`InputError` at the first bad item."""
+    return list(iter_references(path, encoding))
+
+
+def iter_references(path: str | Path, encoding: str | None = None) -> Iterator[VarmReference]:
+    """The reference items of a source one at a time, checked as :func:`load_references`
+    checks them (only the ids seen are kept, to find duplicates)."""
     first_line: dict[str, int] = {}
-    references = []
     for name, line, obj in reference_objects(path, encoding):
         if isinstance(obj, InputError):
             raise obj
@@ -85,10 +90,9 @@ def load_references(path: str | Path, encoding: str | None = None) -> list[VarmR
         if problems:
             raise InputError(problems[0])
         assert reference is not None
-        references.append(reference)
-    if not references:
+        yield reference
+    if not first_line:
         raise InputError.at(str(path), None, None, "no reference items (the file is empty)")
-    return references
 
 
 def _rationale_problems(reference: VarmReference, path: str, line: int) -> list[Problem]:
