@@ -65,8 +65,9 @@ def test_jieba_words_and_their_bounds():
     assert "".join(tokens) == "河南人就是偷井盖的" and "井盖" in tokens
     bounds = word_bounds("河南人就是偷井盖的")
     assert bounds[0] == 0 and bounds[-1] == 9 and 3 in bounds
-    blocks, analyzer_tokens = TextAnalyzer().features(canonical_text("河南人就是偷井盖的"))
-    assert "w:井盖" in blocks[0] and analyzer_tokens == tokens
+    surface, _, _ = TextAnalyzer().features(canonical_text("河南人就是偷井盖的"))
+    assert "w:井盖" in surface and "河南人" in surface
+    assert "w:井盖" not in TextAnalyzer(words=False).features(canonical_text("河南人就是偷井盖的"))[0]
 
 
 def test_obfuscated_copies_are_seeded_and_keep_the_target():

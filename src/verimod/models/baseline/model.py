@@ -37,21 +37,21 @@ import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verimod.models.baseline import persist
-from verimod.models.baseline.charmap import canonical_chars, default_charmap
+from verimod.models.baseline.charmap import canonical_chars, canonical_text, default_charmap
 from verimod.models.baseline.features import BLOCKS, FeatureSpace
 from verimod.models.baseline.fields import COMBOS, LinearSoftmax, decode_records, marginals, record_scores
 from verimod.models.baseline.leakage import LeakageIndex
 from verimod.models.baseline.rationale import EvidenceLocator, sanitize, write_rationale
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer, admissible_target
 from verimod.models.baseline.vectorizer import TextVectorizer
-from verimod.models.baseline.views import TEXT_BLOCKS
+from verimod.models.baseline.views import TEXT_BLOCKS, words
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, NO_CLEAR_TARGET, VOCABULARY
 from verimod.tasks.varm.parser import parse_rationale
 from verimod.tasks.varm.schema import VarmRecord
 
 FORMAT_NAME: Final = "verimod-baseline"
-FORMAT_VERSION: Final = 2
-MODEL_VERSION: Final = "verimod-baseline/2"
+FORMAT_VERSION: Final = 3
+MODEL_VERSION: Final = "verimod-baseline/3"
 
 _TYPE, _EXPL, _LABEL = 0, 1, 3  # columns of COMBOS
 _EXPLICIT = VOCABULARY["target_explicitness"].index("explicit")
@@ -103,6 +103,8 @@ class BaselineConfig(BaseModel):
     quote_view: bool = True
     robust: bool = True
     cues: bool = True
+    pinyin_ngram: tuple[int, int] = (2, 3)
+    initials_ngram: tuple[int, int] = (2, 3)
     min_df: tuple[int, int, int] = (3, 3, 1)
     block_weights: tuple[float, float, float] = (1.0, 1.5, 1.0)
     max_features: int = Field(50_000, ge=0)
@@ -210,8 +212,7 @@ class BaselineModel:
     def field_log_probs(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Each classifier's ``(N, K)`` log-probabilities (category given harmful, stance given
         non-harmful), without decoding."""
-        canon = ["".join(canonical_chars(t)) for t in texts]
-        text_rows, _ = self.vectorizer.transform_canonical(canon)
+        text_rows = self.vectorizer.transform_canonical([canonical_text(t) for t in texts])
         spans = [self.span_scorer.best_span(t) for t in texts]
         features = self.space.build(text_rows, spans)
         return {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
@@ -219,7 +220,7 @@ class BaselineModel:
     def predict(self, texts: Sequence[str]) -> list[BaselinePrediction]:
         """Predict a record and write a rationale for each text (deterministic)."""
         norms = [canonical_chars(t) for t in texts]
-        text_rows, tokens = self.vectorizer.transform_canonical(["".join(n) for n in norms])
+        text_rows = self.vectorizer.transform_canonical(["".join(n) for n in norms])
         spans = [self.span_scorer.best_span(t) for t in texts]
         features = self.space.build(text_rows, spans)
         log_probs = {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
@@ -239,7 +240,7 @@ class BaselineModel:
             values = {f: VOCABULARY[f][choice[row, k]] for k, f in enumerate(DISCRETE_FIELDS)}
             target, source, score = self._target(values, spans[row], implicit[row])
             record = VarmRecord(target=target, **values)
-            cues = self._cues(text_rows, row, choice[row], text, norms[row], tokens[row])
+            cues = self._cues(text_rows, row, choice[row], text, norms[row])
             rationale = write_rationale(record, cues)
             if parse_rationale(rationale).values != tuple(record.model_dump().values()):  # pragma: no cover
                 cues, rationale = {}, write_rationale(record, {})
@@ -273,14 +274,13 @@ class BaselineModel:
         codes: np.ndarray,
         text: str,
         norm: list[str],
-        tokens: list[str],
     ) -> dict[str, list[str]]:
         start, end = text_rows.indptr[row], text_rows.indptr[row + 1]
         indices, values = text_rows.indices[start:end], text_rows.data[start:end]
         surface = self.vectorizer.block_of[indices] == 0
         indices, values = indices[surface], values[surface]
         grams = [self.vectorizer.feature_name(k).removeprefix("w:") for k in indices.tolist()]
-        locator = EvidenceLocator(text, norm, tokens)
+        locator = EvidenceLocator(text, norm, words("".join(norm)))
         cues: dict[str, list[str]] = {}
         harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
         explicit = VOCABULARY["target_explicitness"][int(codes[_EXPL])] == "explicit"

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections.abc import Sequence
 
@@ -98,15 +97,13 @@ def train_baseline(
     weights: Sequence[float] | None = None,
     leakage: LeakageIndex | None = None,
     sources: Sequence[dict[str, object]] = (),
-    workers: int | None = None,
 ) -> BaselineModel:
     """Train a baseline model on ``references`` (complete or partial; module docstring).
 
     ``weights``: one non-negative weight per reference. ``leakage``: the index of the training
     texts the model keeps (default: every text stored, see
     :mod:`~verimod.models.baseline.leakage`). ``sources``: a description of where the records
-    came from, kept in ``model.json``. ``workers``: processes that analyse the texts (default:
-    up to 2 of the machine's cores; the model is the same whatever the number). ``ValueError``
+    came from, kept in ``model.json``. ``ValueError``
     when there is no record, a weight is negative or their number differs, or no record carries
     a label.
     """
@@ -123,8 +120,22 @@ def train_baseline(
     identity = (training_data_sha256(references, weights), index, tuple(sources))
     with threadpool_limits(limits=1):
         row_weights = np.asarray(weights if weights is not None else [1.0] * len(references), dtype=np.float64)
-        processes = workers if workers is not None else min(2, os.cpu_count() or 1)
-        return _train(references, row_weights, seed, config, identity, processes)
+        return _train(references, row_weights, seed, config, identity)
+
+
+def analyzer_of(config: BaselineConfig) -> TextAnalyzer:
+    """The text analyser a configuration describes (with the bundled lexicons)."""
+    return TextAnalyzer(
+        config.ngram_min,
+        config.ngram_max,
+        config.bounds,
+        config.words,
+        config.quote_view,
+        config.robust,
+        config.cues,
+        pinyin_ngram=config.pinyin_ngram,
+        initials_ngram=config.initials_ngram,
+    )
 
 
 def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineConfig) -> list[tuple[int, str]]:
@@ -177,18 +188,15 @@ def _train(
     seed: int,
     config: BaselineConfig,
     identity: tuple[str, LeakageIndex, tuple[dict[str, object], ...]],
-    workers: int,
 ) -> BaselineModel:
     texts = [r.text for r in references]
     copies = _augmented(references, seed, config)
     all_texts = texts + [text for _, text in copies]
     origin = np.concatenate([np.arange(len(texts)), np.array([k for k, _ in copies], dtype=np.int64)]).astype(np.int64)
     row_weights = weights[origin]
-    analyzer = TextAnalyzer(
-        config.ngram_min, config.ngram_max, config.bounds, config.words, config.quote_view, config.robust, config.cues
-    )
-    vectorizer, text_rows, column_ids = TextVectorizer.fit_transform(
-        analyzer, all_texts, config.min_df, config.block_weights, workers
+    analyzer = analyzer_of(config)
+    vectorizer, text_rows, occurrences = TextVectorizer.fit_transform(
+        analyzer, all_texts, config.min_df, config.block_weights
     )
     # The rows each text-only field learns from (augmented copies train label and category).
     targets: dict[str, tuple[np.ndarray, list[str]]] = {}
@@ -204,7 +212,8 @@ def _train(
             importance = np.maximum(importance, _importance(text_rows[index], y))
         order = np.lexsort((np.arange(importance.size), -importance))
         vectorizer, remap = vectorizer.restrict(np.sort(order[: config.max_features]))
-        text_rows = vectorizer.rows_of([remap[ids][remap[ids] >= 0] for ids in column_ids])
+        rows, columns = occurrences[0], remap[occurrences[1]]
+        text_rows = vectorizer.rows_of(rows[columns >= 0], columns[columns >= 0], len(all_texts))
     text_only = _fit_text_fields(text_rows, targets, row_weights, config)
     original_rows = text_rows[: len(texts)]
 

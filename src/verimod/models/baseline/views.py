@@ -26,7 +26,6 @@ always gives the same features, in the same order.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import re
@@ -34,8 +33,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Final
 
-from verimod.models.baseline.charmap import glyph_groups, initial, is_han, syllables
-from verimod.models.baseline.features import char_ngrams, quoted_spans
+from verimod.models.baseline.features import quote_ngrams, quoted_spans
+from verimod.models.baseline.grams import View, make_views, view_names
 from verimod.resources import resource_path
 from verimod.tasks.varm.cue_lexicons import CueMatcher, Lexicon, default_lexicons
 
@@ -129,7 +128,9 @@ def cue_features(canonical: str, matcher: CueMatcher, stance: StanceLexicon) -> 
 
 
 class TextAnalyzer:
-    """Feature strings of a text, by block (module docstring)."""
+    """Feature views of a text, by block (module docstring): the n-gram views of
+    :mod:`~verimod.models.baseline.grams` (:attr:`views`) and the string features
+    (:meth:`string_features`)."""
 
     def __init__(
         self,
@@ -142,9 +143,13 @@ class TextAnalyzer:
         cues: bool = True,
         lexicons: Sequence[Lexicon] | None = None,
         stance: StanceLexicon | None = None,
+        pinyin_ngram: tuple[int, int] = (2, 3),
+        initials_ngram: tuple[int, int] = (2, 3),
     ) -> None:
-        if not 1 <= ngram_min <= ngram_max:
-            raise ValueError("need 1 <= ngram_min <= ngram_max")
+        if not 1 <= ngram_min <= ngram_max <= 3:
+            raise ValueError("need 1 <= ngram_min <= ngram_max <= 3")
+        if not bounds:
+            raise ValueError("character n-grams always read the text boundaries")
         self.ngram_min = ngram_min
         self.ngram_max = ngram_max
         self.bounds = bounds
@@ -152,48 +157,32 @@ class TextAnalyzer:
         self.quote_view = quote_view
         self.robust = robust
         self.cues = cues
+        self.pinyin_ngram = pinyin_ngram
+        self.initials_ngram = initials_ngram
         self.lexicons: tuple[Lexicon, ...] = tuple(default_lexicons() if lexicons is None else lexicons)
         self.stance = default_stance_lexicon() if stance is None else stance
         self.matcher = CueMatcher(self.lexicons)
+        views = make_views((ngram_min, ngram_max), pinyin_ngram, initials_ngram)
+        self.views: tuple[View, ...] = tuple(v for v in views if v.block == "surface" or robust)
 
-    def features(self, canonical: str) -> tuple[tuple[list[str], list[str], list[str]], list[str]]:
-        """``((surface, robust, cues), tokens)``: the feature strings of a canonical text by
-        block, and its jieba tokens (whose concatenation is the text; empty without ``words``)."""
-        surface = char_ngrams(canonical, self.ngram_min, self.ngram_max, self.bounds, self.quote_view)
-        tokens = words(canonical) if self.use_words else []
-        surface.extend("w:" + w for w in tokens if len(w) >= 2 and not w.isspace())
-        robust = robust_features(canonical) if self.robust else []
+    def string_features(self, canonical: str) -> tuple[list[str], list[str]]:
+        """``(surface, cues)``: the jieba words (``w:``) and quote n-grams (``q:``) of a canonical
+        text, and its stance and lexicon cues."""
+        surface = quote_ngrams(canonical) if self.quote_view else []
+        if self.use_words:
+            surface.extend("w:" + w for w in words(canonical) if len(w) >= 2 and not w.isspace())
         cues = cue_features(canonical, self.matcher, self.stance) if self.cues else []
-        return (surface, robust, cues), tokens
+        return surface, cues
 
-    def settings(self) -> dict[str, Any]:
-        """The analyser's options (what a saved model records besides its lexicons)."""
-        return {
-            "ngram_min": self.ngram_min,
-            "ngram_max": self.ngram_max,
-            "bounds": self.bounds,
-            "words": self.use_words,
-            "quote_view": self.quote_view,
-            "robust": self.robust,
-            "cues": self.cues,
-        }
+    def features(self, canonical: str) -> tuple[list[str], list[str], list[str]]:
+        """Every feature of a canonical text as a string, by block (surface, robust, cues)."""
+        surface_strings, cues = self.string_features(canonical)
+        by_block: dict[str, list[str]] = {"surface": [], "robust": []}
+        for view in self.views:
+            by_block[view.block].extend(view_names(view, canonical))
+        return by_block["surface"] + surface_strings, by_block["robust"], cues
 
 
 def robust_features(canonical: str) -> list[str]:
-    """The ``robust`` block of a canonical text (module docstring)."""
-    out: list[str] = []
-    for run in syllables(canonical):
-        out.extend(f"p:{a} {b}" for a, b in itertools.pairwise(run))
-        letters = "".join(initial(s) for s in run)
-        out.extend("i:" + letters[k : k + 2] for k in range(len(letters) - 1))
-        out.extend("i:" + letters[k : k + 3] for k in range(len(letters) - 2))
-    previous: tuple[str, ...] = ()
-    for ch in canonical:
-        if not is_han(ch):
-            previous = ()
-            continue
-        groups = glyph_groups(ch)
-        current = tuple(f"#{gid}" for gid in groups) if groups else (ch,)
-        out.extend(f"g:{a}{b}" for a in previous for b in current if a[0] == "#" or b[0] == "#")
-        previous = current
-    return out
+    """The ``robust`` block of a canonical text with the default n-gram ranges, as strings."""
+    return TextAnalyzer(words=False, quote_view=False, cues=False).features(canonical)[1]
