@@ -22,15 +22,15 @@ so n-grams of different lengths fall in disjoint key ranges ``[2**(bits·(n−1)
   A character in several groups is read as each of its first :data:`GLYPH_LAYERS` (by id), so
   a bigram counts once for every combination. Name ``g:#17心``.
 
-Texts without a letter other than Han characters (most Chinese comments) are translated to
-tokens by :meth:`str.translate` with one table per view; the others go through
+Han characters are translated to tokens by :meth:`str.translate` with one table per view;
+Latin groups (:data:`~verimod.models.baseline.charmap.LATIN_GROUP`) through
+:func:`~verimod.models.baseline.charmap.latin_tokens` — the reading of
 :func:`~verimod.models.baseline.charmap.syllables`. :func:`view_names` gives the same features as
 strings, one text at a time (the reference the tests hold the batch computation to).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,7 +38,7 @@ from typing import Final
 
 import numpy as np
 
-from verimod.models.baseline.charmap import default_charmap, syllables
+from verimod.models.baseline.charmap import LATIN_GROUP, default_charmap, latin_tokens
 
 BOS: Final = "\x02"
 EOS: Final = "\x03"
@@ -47,7 +47,6 @@ _PUA: Final = 0xF0000
 _GROUP_BASE: Final = 0x10000  # glyph tokens: Han characters are below, groups from here
 #: A character in several similar-shape groups is read as each of its first three groups.
 GLYPH_LAYERS: Final = 3
-_NON_HAN_LETTER: Final = re.compile(r"(?![\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3007])[^\W\d_]")
 
 
 @dataclass(frozen=True)
@@ -101,18 +100,29 @@ def _letter(ch: str) -> int:
     return ord(ch) - 96 if "a" <= ch <= "z" else 0
 
 
-def _latin_string(canonical: str, view: str) -> str:
-    """The token string of the pinyin or initials view of a text with Latin letters."""
+@lru_cache(maxsize=1 << 16)
+def _group_string(group: str, view: str) -> str:
+    """The token string of one Latin group (:data:`~verimod.models.baseline.charmap.LATIN_GROUP`)."""
     ids = _tables().syllable_ids
     out: list[str] = []
-    for run in syllables(canonical):
-        out.append("\x00")
-        for token in run:
-            if view == "pinyin":
-                out.append(chr(_PUA + ids[token]) if token in ids else "\x00")
-            else:
-                letters = token[1:] if token.startswith("~") else token[0]
-                out.extend(chr(_PUA + _letter(c)) if _letter(c) else "\x00" for c in letters)
+    for token in latin_tokens(group):
+        if view == "pinyin":
+            out.append(chr(_PUA + ids[token]) if token in ids else "\x00")
+        else:
+            letters = token[1:] if token.startswith("~") else token[0]
+            out.extend(chr(_PUA + _letter(c)) if _letter(c) else "\x00" for c in letters)
+    return "".join(out)
+
+
+def _latin_string(canonical: str, table: dict[int, str], view: str) -> str:
+    """The token string of the pinyin or initials view of a text with Latin letters."""
+    out: list[str] = []
+    position = 0
+    for match in LATIN_GROUP.finditer(canonical):
+        out.append(canonical[position : match.start()].translate(table))
+        out.append(_group_string(match.group(), view))
+        position = match.end()
+    out.append(canonical[position:].translate(table))
     return "".join(out)
 
 
@@ -125,9 +135,10 @@ def view_string(view: View, canonical: str, layer: int = 0) -> str:
     tables = _tables()
     if view.name == "glyph":
         return canonical.translate(tables.glyph[layer])
-    if _NON_HAN_LETTER.search(canonical):
-        return _latin_string(canonical, view.name)
-    return canonical.translate(tables.pinyin if view.name == "pinyin" else tables.initials)
+    table = tables.pinyin if view.name == "pinyin" else tables.initials
+    if LATIN_GROUP.search(canonical):
+        return _latin_string(canonical, table, view.name)
+    return canonical.translate(table)
 
 
 def _tokens(view: View, codes: np.ndarray) -> np.ndarray:

@@ -212,8 +212,9 @@ def _train(
             importance = np.maximum(importance, _importance(text_rows[index], y))
         order = np.lexsort((np.arange(importance.size), -importance))
         vectorizer, remap = vectorizer.restrict(np.sort(order[: config.max_features]))
-        rows, columns = occurrences[0], remap[occurrences[1]]
-        text_rows = vectorizer.rows_of(rows[columns >= 0], columns[columns >= 0], len(all_texts))
+        rows, columns, counts = occurrences[0], remap[occurrences[1]], occurrences[2]
+        kept = columns >= 0
+        text_rows = vectorizer.rows_of(rows[kept], columns[kept], len(all_texts), counts[kept])
     text_only = _fit_text_fields(text_rows, targets, row_weights, config)
     original_rows = text_rows[: len(texts)]
 

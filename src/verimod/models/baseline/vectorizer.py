@@ -133,18 +133,23 @@ class TextVectorizer:
         """Rows of raw texts (CSR, float64; see the module docstring)."""
         return self.transform_canonical([canonical_text(t) for t in texts])
 
-    def rows_of(self, rows: np.ndarray, cols: np.ndarray, n_rows: int) -> sp.csr_matrix:
-        """The weighted, block-normalised rows from feature occurrences ``(rows, cols)``."""
+    def rows_of(
+        self, rows: np.ndarray, cols: np.ndarray, n_rows: int, counts: np.ndarray | None = None
+    ) -> sp.csr_matrix:
+        """The weighted, block-normalised rows from feature occurrences ``(rows, cols)``
+        (repeats counted), or from distinct cells ``(rows, cols)`` and their ``counts``."""
         n_cols = self.n_features
-        cells, counts = np.unique(rows * n_cols + cols, return_counts=True)
-        row_of, idx = np.divmod(cells, n_cols) if n_cols else (cells, cells)
-        data = (1.0 + np.log(counts.astype(np.float64))) * self.idf[idx]
+        if counts is None:
+            cells, counts = np.unique(rows * n_cols + cols, return_counts=True)
+            rows, cols = np.divmod(cells, n_cols) if n_cols else (cells, cells)
+        data = (1.0 + np.log(counts.astype(np.float64))) * self.idf[cols]
         n_blocks = len(TEXT_BLOCKS)
-        cell = row_of * n_blocks + self.block_of[idx]
+        cell = rows * n_blocks + self.block_of[cols]
         norms = np.sqrt(np.bincount(cell, weights=data * data, minlength=n_rows * n_blocks))
-        scale = np.asarray(self.block_weights)[self.block_of[idx]] / np.where(norms[cell] > 0, norms[cell], 1.0)
-        ptr = np.concatenate(([0], np.cumsum(np.bincount(row_of, minlength=n_rows)))).astype(np.int64)
-        return sp.csr_matrix((data * scale, idx.astype(np.int64), ptr), shape=(n_rows, n_cols))
+        scale = np.asarray(self.block_weights)[self.block_of[cols]] / np.where(norms[cell] > 0, norms[cell], 1.0)
+        matrix = sp.csr_matrix((data * scale, (rows, cols)), shape=(n_rows, n_cols))
+        matrix.sort_indices()
+        return matrix
 
     # ------------------------------------------------------------------ fitting
 
@@ -155,9 +160,9 @@ class TextVectorizer:
         texts: Sequence[str],
         min_df: Sequence[int],
         block_weights: Sequence[float],
-    ) -> tuple[TextVectorizer, sp.csr_matrix, tuple[np.ndarray, np.ndarray]]:
+    ) -> tuple[TextVectorizer, sp.csr_matrix, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Learn the vocabularies and idf from raw training texts; return the vectoriser, the
-        texts' rows and their feature occurrences ``(rows, columns)`` (for :meth:`restrict`)."""
+        texts' rows and their distinct cells ``(rows, columns, counts)`` (for :meth:`restrict`)."""
         canonicals = [canonical_text(t) for t in texts]
         n_docs = len(canonicals)
         views = {v.name: v for v in analyzer.views}
@@ -186,12 +191,14 @@ class TextVectorizer:
             raw[name] = (np.asarray(r, dtype=np.int64), np.asarray(i, dtype=np.int64), names)
         vocabularies: dict[str, Vocabulary] = {}
         idf_parts: list[np.ndarray] = []
-        occ_rows, occ_cols = [], []
+        occ_rows, occ_cols, occ_counts = [], [], []
         offset = 0
         for name, block, kind in PARTS:
             rows, ids, values = raw[name]
-            n_values = len(values)
-            df = np.bincount(np.unique(rows * max(n_values, 1) + ids) % max(n_values, 1), minlength=n_values)
+            n_values = max(len(values), 1)
+            cells, counts = np.unique(rows * n_values + ids, return_counts=True)
+            rows, ids = np.divmod(cells, n_values)
+            df = np.bincount(ids, minlength=len(values))
             keep = np.flatnonzero(df >= min_df[TEXT_BLOCKS.index(block)])
             if kind == "strings":
                 order = keep[np.argsort(values[keep].astype(str), kind="stable")] if keep.size else keep
@@ -205,10 +212,11 @@ class TextVectorizer:
             mapped = remap[ids]
             occ_rows.append(rows[mapped >= 0])
             occ_cols.append(mapped[mapped >= 0])
+            occ_counts.append(counts[mapped >= 0])
             offset += order.size
         vectorizer = cls(analyzer, vocabularies, np.concatenate(idf_parts), block_weights)
-        occurrences = (np.concatenate(occ_rows), np.concatenate(occ_cols))
-        return vectorizer, vectorizer.rows_of(*occurrences, n_docs), occurrences
+        cells = (np.concatenate(occ_rows), np.concatenate(occ_cols), np.concatenate(occ_counts))
+        return vectorizer, vectorizer.rows_of(cells[0], cells[1], n_docs, cells[2]), cells
 
     def restrict(self, columns: np.ndarray) -> tuple[TextVectorizer, np.ndarray]:
         """A vectoriser with only ``columns`` (sorted column indices) and the map from old to new

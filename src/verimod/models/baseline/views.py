@@ -47,7 +47,7 @@ _ABUSE_FAMILIES: Final = frozenset({"general_abuse"})
 
 
 @lru_cache(maxsize=1)
-def _tokenizer() -> Any:
+def tokenizer() -> Any:
     """jieba's tokenizer with its default dictionary, loaded once (quietly)."""
     import jieba
 
@@ -62,7 +62,7 @@ def words(text: str) -> list[str]:
     whose concatenation is ``text``."""
     if not text:
         return []
-    return list(_tokenizer().cut(text, HMM=False))
+    return list(tokenizer().cut(text, HMM=False))
 
 
 def word_bounds(text: str) -> list[int]:
