@@ -83,8 +83,13 @@ class BaselineConfig(BaseModel):
     ``c`` for the others, ``class_weight``; each learns from the records that carry its field
     (category from harmful records, stance from non-harmful ones). ``augment_rate`` of the
     records with a label also train the label and category classifiers as an obfuscated copy
-    (:mod:`~verimod.models.baseline.augment`, ``augment_chars`` of their Han characters
-    rewritten). Weights are stored as float16 (``half_precision``).
+    (:mod:`~verimod.models.baseline.augment`: ``augment_chars`` of their content characters
+    rewritten, each copy by one kind of ``augment_kinds`` drawn per record when
+    ``augment_single_kind``, else each character by a kind drawn for it; ``augment_copies``
+    copies per record). The label classifier sees the text blocks scaled by ``label_scale``
+    (surface, robust, cues; folded back into its weights): a block scaled down is regularised
+    harder, so the label leans on the others — the obfuscation-invariant views. Weights are
+    stored as float16 (``half_precision``).
 
     Target: ``blocks`` says which feature blocks each field reads, the target block
     (``target_ngram_max``, scaled by ``target_weight``) describing the span the extractor picked,
@@ -99,7 +104,7 @@ class BaselineConfig(BaseModel):
     ngram_min: int = Field(1, ge=1, le=8)
     ngram_max: int = Field(3, ge=1, le=8)
     bounds: bool = True
-    words: bool = True
+    words: bool = False
     quote_view: bool = True
     robust: bool = True
     cues: bool = True
@@ -113,6 +118,10 @@ class BaselineConfig(BaseModel):
     class_weight: Literal["balanced"] | None = "balanced"
     augment_rate: float = Field(1.0, ge=0.0, le=1.0)
     augment_chars: float = Field(0.5, gt=0.0, le=1.0)
+    augment_kinds: tuple[str, ...] = ("homophone", "glyph", "pinyin", "initials", "mixed", "split", "emoji")
+    augment_single_kind: bool = True
+    augment_copies: int = Field(1, ge=1, le=4)
+    label_scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
     half_precision: bool = True
     target_ngram_max: int = Field(2, ge=1, le=8)
     target_weight: float = Field(0.7, gt=0)
@@ -132,6 +141,15 @@ class BaselineConfig(BaseModel):
         for field_name, blocks in value.items():
             if "text" not in blocks or not set(blocks) <= set(BLOCKS):
                 raise ValueError(f"blocks of {field_name}: 'text' and then any of {', '.join(BLOCKS)}")
+        return value
+
+    @field_validator("augment_kinds")
+    @classmethod
+    def _known_kinds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from verimod.models.baseline.augment import KINDS
+
+        if not value or not set(value) <= set(KINDS):
+            raise ValueError(f"augment_kinds: one or more of {', '.join(KINDS)}")
         return value
 
     @field_validator("ngram_max")
@@ -174,6 +192,20 @@ class TrainingSummary:
     sources: tuple[dict[str, Any], ...] = ()
 
 
+class _FeatureNames(Sequence[str]):
+    """The feature strings of some columns, named on demand (the writer reads a few)."""
+
+    def __init__(self, vectorizer: TextVectorizer, columns: np.ndarray) -> None:
+        self.vectorizer = vectorizer
+        self.columns = columns.tolist()
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, k: int) -> str:  # type: ignore[override]
+        return self.vectorizer.feature_name(self.columns[k]).removeprefix("w:")
+
+
 class BaselineModel:
     """A trained baseline model (see the module docstring). Build it with
     :func:`verimod.models.baseline.training.train_baseline` or :meth:`load`."""
@@ -213,7 +245,7 @@ class BaselineModel:
         """Each classifier's ``(N, K)`` log-probabilities (category given harmful, stance given
         non-harmful), without decoding."""
         text_rows = self.vectorizer.transform_canonical([canonical_text(t) for t in texts])
-        spans = [self.span_scorer.best_span(t) for t in texts]
+        spans = self.span_scorer.best_spans(texts)
         features = self.space.build(text_rows, spans)
         return {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
 
@@ -221,7 +253,7 @@ class BaselineModel:
         """Predict a record and write a rationale for each text (deterministic)."""
         norms = [canonical_chars(t) for t in texts]
         text_rows = self.vectorizer.transform_canonical(["".join(n) for n in norms])
-        spans = [self.span_scorer.best_span(t) for t in texts]
+        spans = self.span_scorer.best_spans(texts)
         features = self.space.build(text_rows, spans)
         log_probs = {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
         implicit = self.implicit_map.lookup(text_rows)
@@ -279,8 +311,8 @@ class BaselineModel:
         indices, values = text_rows.indices[start:end], text_rows.data[start:end]
         surface = self.vectorizer.block_of[indices] == 0
         indices, values = indices[surface], values[surface]
-        grams = [self.vectorizer.feature_name(k).removeprefix("w:") for k in indices.tolist()]
-        locator = EvidenceLocator(text, norm, words("".join(norm)))
+        grams = _FeatureNames(self.vectorizer, indices)
+        locator = EvidenceLocator(text, norm, words)
         cues: dict[str, list[str]] = {}
         harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
         explicit = VOCABULARY["target_explicitness"][int(codes[_EXPL])] == "explicit"

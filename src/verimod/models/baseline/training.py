@@ -31,6 +31,7 @@ which do not change the model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 from collections.abc import Sequence
@@ -142,7 +143,7 @@ def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineC
     """``(record index, obfuscated text)`` for ``augment_rate`` of the labelled records."""
     rng = random.Random(f"augment|{seed}")
     out = []
-    for k, ref in enumerate(references):
+    for copy_number, (k, ref) in itertools.product(range(config.augment_copies), enumerate(references)):
         if ref.label is None or rng.random() >= config.augment_rate:
             continue
         protected = []
@@ -151,7 +152,9 @@ def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineC
             while start >= 0:
                 protected.append((start, start + len(ref.target)))
                 start = ref.text.find(ref.target, start + 1)
-        copy = obfuscate(ref.text, f"{k}|{ref.text}", seed, config.augment_chars, protected=protected)
+        kinds = (rng.choice(config.augment_kinds),) if config.augment_single_kind else config.augment_kinds
+        key = f"{k}|{ref.text}" if copy_number == 0 else f"{k}|{copy_number}|{ref.text}"
+        copy = obfuscate(ref.text, key, seed, config.augment_chars, kinds, protected)
         if copy != ref.text:
             out.append((k, copy))
     return out
@@ -174,11 +177,16 @@ def _fit_text_fields(
     targets: dict[str, tuple[np.ndarray, list[str]]],
     weights: np.ndarray,
     config: BaselineConfig,
+    block_of: np.ndarray,
 ) -> dict[str, LinearSoftmax]:
     out = {}
     for f, (index, y) in targets.items():
         c = config.c_label if f == "label" else config.c
-        out[f] = fit_linear_softmax(f, rows[index], y, c, config.class_weight, weights[index])
+        scale = np.ones(rows.shape[1])
+        if f == "label":  # per-block column scales, folded back into the weights
+            scale = np.asarray(config.label_scale, dtype=np.float64)[block_of]
+        clf = fit_linear_softmax(f, rows[index] @ sp.diags(scale), y, c, config.class_weight, weights[index])
+        out[f] = LinearSoftmax(f, clf.weights * scale, clf.bias)
     return out
 
 
@@ -215,7 +223,7 @@ def _train(
         rows, columns, counts = occurrences[0], remap[occurrences[1]], occurrences[2]
         kept = columns >= 0
         text_rows = vectorizer.rows_of(rows[kept], columns[kept], len(all_texts), counts[kept])
-    text_only = _fit_text_fields(text_rows, targets, row_weights, config)
+    text_only = _fit_text_fields(text_rows, targets, row_weights, config, vectorizer.block_of)
     original_rows = text_rows[: len(texts)]
 
     # The span scorer learns from at most span_max_texts records with a target span.
@@ -231,7 +239,9 @@ def _train(
     oof = dict(zip(with_target, cross_fitted, strict=True))
 
     typed = [k for k, r in enumerate(references) if learns(r, "target_type") or learns(r, "target_explicitness")]
-    spans = {k: oof[k] if k in oof else span_scorer.best_span(texts[k]) for k in typed}
+    unseen = [k for k in typed if k not in oof]
+    spans = {**oof, **dict(zip(unseen, span_scorer.best_spans([texts[k] for k in unseen]), strict=True))}
+    spans = {k: spans[k] for k in typed}
     target_vectorizer = CharNgramVectorizer.fit(
         [s[0] for s in spans.values() if s is not None], 1, config.target_ngram_max, True, True
     )

@@ -19,6 +19,7 @@ Contract of :class:`TextVectorizer`:
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from typing import Final
 
@@ -71,6 +72,7 @@ class TextVectorizer:
         self.block_weights = tuple(float(w) for w in block_weights)
         self.offsets = dict(zip((p[0] for p in PARTS), np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
         self.part_bounds = np.cumsum([0, *sizes]).astype(np.int64)
+        self._bounds_list: list[int] = self.part_bounds.tolist()
         block_index = [TEXT_BLOCKS.index(p[1]) for p in PARTS]
         self.block_of = np.repeat(np.asarray(block_index, dtype=np.int64), sizes)
         self.string_index = {
@@ -87,9 +89,9 @@ class TextVectorizer:
 
     def feature_name(self, column: int) -> str:
         """The feature string of a column."""
-        part = int(np.searchsorted(self.part_bounds, column, side="right")) - 1
+        part = bisect.bisect_right(self._bounds_list, column) - 1
         name, _, kind = PARTS[part]
-        value = self.vocabularies[name][column - int(self.part_bounds[part])]
+        value = self.vocabularies[name][column - self._bounds_list[part]]
         return str(value) if kind == "strings" else key_name(self.views[name], int(value))
 
     # ------------------------------------------------------------------ occurrences
