@@ -29,6 +29,8 @@ import unicodedata
 import zipfile
 from pathlib import Path
 
+from verimod.models.baseline.charmap import gb2312_hanzi
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "src/verimod/resources/baseline/compose.json"
 VERSION = "baseline-compose/1"
@@ -39,24 +41,13 @@ _LINE = re.compile(r"^(.):([a-z/]+)\(([^,()]+)(?:,([^,()]+))?\)$")
 MIN_WORD_FREQ = 20
 
 
-def _common() -> list[str]:
-    chars = []
-    for high in range(0xB0, 0xF8):
-        for low in range(0xA1, 0xFF):
-            try:
-                chars.append(bytes((high, low)).decode("gb2312"))
-            except UnicodeDecodeError:
-                continue
-    return chars
-
-
 def build(text: str) -> dict[str, str]:
     import jieba
 
     tokenizer = jieba.Tokenizer()
     tokenizer.initialize()
     freq = tokenizer.FREQ
-    common = set(_common())
+    common = set(gb2312_hanzi(2))
     best: dict[str, tuple[int, str]] = {}
     for line in text.splitlines():
         m = _LINE.match(line.strip())
@@ -65,7 +56,7 @@ def build(text: str) -> dict[str, str]:
         kind, first, second = m.group(2), m.group(3), m.group(4)
         if kind == "ra" and second is None:
             second = first  # a component repeated side by side: 林 = 木木
-        elif kind not in ("a", "d") and not kind.startswith("d/") or second is None:
+        elif (kind not in ("a", "d") and not kind.startswith("d/")) or second is None:
             continue
         left, right = (unicodedata.normalize("NFKC", c) for c in (first, second))
         if len(left) != 1 or len(right) != 1 or left.isdigit() or right.isdigit():

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Final
 
-from verimod.models.baseline.charmap import default_charmap, is_han
+from verimod.models.baseline.charmap import default_charmap, gb2312_hanzi, is_han
 
 KINDS: Final = ("homophone", "glyph", "pinyin", "initials", "split", "emoji", "separator", "traditional", "mixed")
 #: Grammatical characters that obfuscation leaves alone (particles, pronouns, auxiliaries …).
@@ -47,14 +47,7 @@ _SPACES: Final = re.compile(" {2,}")
 
 @lru_cache(maxsize=1)
 def _common() -> frozenset[str]:
-    chars = []
-    for high in range(0xB0, 0xD8):
-        for low in range(0xA1, 0xFF):
-            try:
-                chars.append(bytes((high, low)).decode("gb2312"))
-            except UnicodeDecodeError:
-                continue
-    return frozenset(chars)
+    return frozenset(gb2312_hanzi(1))
 
 
 @lru_cache(maxsize=1)

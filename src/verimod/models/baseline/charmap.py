@@ -96,6 +96,20 @@ def default_charmap() -> CharMap:
     )
 
 
+def gb2312_hanzi(levels: int = 1) -> list[str]:
+    """The Han characters of GB 2312 in code order: level 1 (rows 0xB0–0xD7, the 3,755 most
+    common) with ``levels=1``, levels 1 and 2 (rows 0xB0–0xF7, 6,763) with ``levels=2``."""
+    last = 0xD8 if levels == 1 else 0xF8
+    chars = []
+    for high in range(0xB0, last):
+        for low in range(0xA1, 0xFF):
+            try:
+                chars.append(bytes((high, low)).decode("gb2312"))
+            except UnicodeDecodeError:
+                continue
+    return chars
+
+
 def is_han(ch: str) -> bool:
     """A Han ideograph of the BMP unified / compatibility blocks or extension A (or 〇)."""
     o = ord(ch) if len(ch) == 1 else -1

@@ -44,8 +44,9 @@ from verimod.models.baseline.leakage import LeakageIndex
 from verimod.models.baseline.rationale import EvidenceLocator, sanitize, write_rationale
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer, admissible_target
 from verimod.models.baseline.vectorizer import TextVectorizer
-from verimod.models.baseline.views import TEXT_BLOCKS, words
+from verimod.models.baseline.views import TEXT_BLOCKS, StanceLexicon, TextAnalyzer, words
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, NO_CLEAR_TARGET, VOCABULARY
+from verimod.tasks.varm.cue_lexicons import Lexicon
 from verimod.tasks.varm.parser import parse_rationale
 from verimod.tasks.varm.schema import VarmRecord
 
@@ -158,6 +159,26 @@ class BaselineConfig(BaseModel):
         if value < info.data.get("ngram_min", 1):
             raise ValueError("ngram_max must be at least ngram_min")
         return value
+
+
+def analyzer_of(
+    config: BaselineConfig, lexicons: Sequence[Lexicon] | None = None, stance: StanceLexicon | None = None
+) -> TextAnalyzer:
+    """The text analyser a configuration describes (with the bundled lexicons and stance words
+    unless others are given: a saved model's own)."""
+    return TextAnalyzer(
+        config.ngram_min,
+        config.ngram_max,
+        config.bounds,
+        config.words,
+        config.quote_view,
+        config.robust,
+        config.cues,
+        lexicons,
+        stance,
+        pinyin_ngram=config.pinyin_ngram,
+        initials_ngram=config.initials_ngram,
+    )
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from verimod.models.baseline.fields import LinearSoftmax
 from verimod.models.baseline.leakage import PERMUTATIONS, BundledSource, LeakageIndex
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer
 from verimod.models.baseline.vectorizer import PARTS, TextVectorizer
-from verimod.models.baseline.views import StanceLexicon, TextAnalyzer
+from verimod.models.baseline.views import StanceLexicon
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, VOCABULARY
 from verimod.tasks.varm.cue_lexicons import Lexicon
 
@@ -98,6 +98,7 @@ def model_from_files(files: dict[str, bytes], path: Path) -> BaselineModel:
         BaselineConfig,
         BaselineModel,
         TrainingSummary,
+        analyzer_of,
     )
 
     meta_where, vocab_where, arrays_where = (str(path / name) for name in persist.FILES)
@@ -140,19 +141,7 @@ def model_from_files(files: dict[str, bytes], path: Path) -> BaselineModel:
         lexicons = [Lexicon.model_validate(item) for item in vocab.get("cue_lexicons", [])]
         stance_data = vocab["stance_words"]
         stance = StanceLexicon(str(stance_data["version"]), dict(stance_data["kinds"]))
-        analyzer = TextAnalyzer(
-            config.ngram_min,
-            config.ngram_max,
-            config.bounds,
-            config.words,
-            config.quote_view,
-            config.robust,
-            config.cues,
-            lexicons,
-            stance,
-            pinyin_ngram=config.pinyin_ngram,
-            initials_ngram=config.initials_ngram,
-        )
+        analyzer = analyzer_of(config, lexicons, stance)
         for name, _, kind in PARTS:
             if kind == "keys":
                 parts[name] = arrays[f"keys.{name}"]

@@ -44,11 +44,10 @@ from verimod.models.baseline.augment import obfuscate
 from verimod.models.baseline.features import CharNgramVectorizer, FeatureSpace
 from verimod.models.baseline.fields import LinearSoftmax, fit_linear_softmax
 from verimod.models.baseline.leakage import LeakageIndex
-from verimod.models.baseline.model import BaselineConfig, BaselineModel, TrainingSummary
+from verimod.models.baseline.model import BaselineConfig, BaselineModel, TrainingSummary, analyzer_of
 from verimod.models.baseline.span_training import SpanTrainingSet, out_of_fold_spans
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer
 from verimod.models.baseline.vectorizer import TextVectorizer
-from verimod.models.baseline.views import TextAnalyzer
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, FIELDS, NO_CLEAR_TARGET, VOCABULARY
 from verimod.tasks.varm.schema import VarmReference
 
@@ -122,21 +121,6 @@ def train_baseline(
     with threadpool_limits(limits=1):
         row_weights = np.asarray(weights if weights is not None else [1.0] * len(references), dtype=np.float64)
         return _train(references, row_weights, seed, config, identity)
-
-
-def analyzer_of(config: BaselineConfig) -> TextAnalyzer:
-    """The text analyser a configuration describes (with the bundled lexicons)."""
-    return TextAnalyzer(
-        config.ngram_min,
-        config.ngram_max,
-        config.bounds,
-        config.words,
-        config.quote_view,
-        config.robust,
-        config.cues,
-        pinyin_ngram=config.pinyin_ngram,
-        initials_ngram=config.initials_ngram,
-    )
 
 
 def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineConfig) -> list[tuple[int, str]]:
