@@ -12,7 +12,7 @@ dictionary, loaded once per process at the first prediction, is timed separately
 Times are wall clock and CPU (this process plus its worker processes): on the shared 2-core
 development machine the wall clock depends on what else runs; the CPU time does not.
 
-    python benchmarks/bench_baseline.py [--data-root ../shared/data] [--n-train 25000] [--workers 2]
+    python benchmarks/bench_baseline.py [--data-root ../shared/data] [--n-train 25000]
 
 Targets (issue #16, 2 cores): training 25,000 records ≤ 60 s, prediction of 1,600 texts ≤ 2 s,
 load ≤ 1 s.
@@ -78,7 +78,6 @@ def main() -> None:
     parser.add_argument("--n-train", type=int, default=25_000)
     parser.add_argument("--n-predict", type=int, default=1_600)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
     if (args.data_root / "cold" / "train.csv").is_file():
@@ -88,9 +87,9 @@ def main() -> None:
         records, pool = synthetic_records(args.n_train), [r.text for r in load_starter()]
         print(f"NOTE: {args.data_root} is absent: {len(records):,} synthetic starter-based records instead")
     wall, cpu = time.perf_counter(), cpu_seconds()
-    model = train_baseline(records, workers=args.workers)
+    model = train_baseline(records)
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    print(f"training: {len(records):,} records in {wall:.1f} s wall, {cpu:.1f} s CPU ({args.workers} workers; ≤ 60 s)")
+    print(f"training: {len(records):,} records in {wall:.1f} s wall, {cpu:.1f} s CPU (≤ 60 s)")
     print(f"  {model.summary.augmented:,} obfuscated copies; vocabulary {model.vectorizer.n_features:,} features")
 
     texts = [pool[i % len(pool)] for i in range(args.n_predict)]

@@ -83,3 +83,30 @@ def test_implicit_map_threshold_and_ties():
     query = sp.csr_matrix(np.array([[0.8, 0.6], [0.3, 0.4], [0.0, 0.0]]))
     assert mapping.lookup(query) == [("河南人", 0.8), None, None]
     assert ImplicitTargetMap(sp.csr_matrix((0, 2)), [], 0.5).lookup(query) == [None, None, None]
+
+
+def _one_by_one(scorer, text: str) -> tuple[str, float] | None:
+    """The best admissible span of one text from :meth:`SpanScorer.scores` (the reference path)."""
+    spans = candidate_spans(text, scorer.max_len)
+    if not spans:
+        return None
+    scores = scorer.scores(text, spans)
+    probabilities = np.exp(scores - scores.max())
+    probabilities /= probabilities.sum()
+    for k in np.argsort(-scores, kind="stable").tolist():
+        i, j = spans[k]
+        if admissible_target(text[i:j]):
+            return text[i:j], float(probabilities[k])
+    return None
+
+
+def test_batch_spans_equal_the_one_by_one_scores():
+    train, dev = load_starter("train"), load_starter("dev")
+    scorer = fit_span_scorer([r.text for r in train], [r.target for r in train])
+    texts = [r.text for r in dev[:60]] + ["", "。。！", "无", "HR说河南人", "𠀀河南人😀", "a b c"]
+    batch = scorer.best_spans(texts)
+    for text, got in zip(texts, batch, strict=True):
+        want = _one_by_one(scorer, text)
+        assert (got is None) == (want is None), text
+        if got is not None:
+            assert got[0] == want[0] and abs(got[1] - want[1]) < 1e-9, text

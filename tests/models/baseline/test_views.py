@@ -65,8 +65,9 @@ def test_jieba_words_and_their_bounds():
     assert "".join(tokens) == "河南人就是偷井盖的" and "井盖" in tokens
     bounds = word_bounds("河南人就是偷井盖的")
     assert bounds[0] == 0 and bounds[-1] == 9 and 3 in bounds
-    blocks, analyzer_tokens = TextAnalyzer().features(canonical_text("河南人就是偷井盖的"))
-    assert "w:井盖" in blocks[0] and analyzer_tokens == tokens
+    surface, _, _ = TextAnalyzer().features(canonical_text("河南人就是偷井盖的"))
+    assert "w:井盖" in surface and "河南人" in surface
+    assert "w:井盖" not in TextAnalyzer(words=False).features(canonical_text("河南人就是偷井盖的"))[0]
 
 
 def test_obfuscated_copies_are_seeded_and_keep_the_target():
@@ -77,3 +78,47 @@ def test_obfuscated_copies_are_seeded_and_keep_the_target():
     kept = obfuscate(text, "k", 0, rate=1.0, protected=[(0, 3)])
     assert kept.startswith("河南人")
     assert obfuscate("hello world", "k") == "hello world"  # no Han character: unchanged
+
+
+def test_split_characters_are_recombined_unless_they_are_words():
+    assert canonical_text("你个扌喿蛋的马扁子") == "你个操蛋的骗子"
+    assert canonical_text("木仓") == "枪" and canonical_text("女表子") == "婊子"
+    chars = canonical_chars("马扁子")
+    assert chars == ["骗", "", "子"]  # one entry per input character, the second one emptied
+    assert canonical_text("这个女子很好") == "这个女子很好"  # 女子 is a word of its own
+    assert canonical_text("男尊女卑") == "男尊女卑"  # 女卑 is part of another word
+    assert canonical_text("马*扁") == "骗"  # separators go first
+
+
+def test_phonetic_cues_find_homophone_spellings_of_cue_words():
+    analyzer = TextAnalyzer()
+    clean = analyzer.string_features(canonical_text("你真是个傻逼"))[1]
+    for spelling in ("杀笔", "鲨鼻"):  # homophones that no lexicon lists
+        homophone = analyzer.string_features(canonical_text("你真是个" + spelling))[1]
+        assert "lexp:general_abuse" in clean and "lexp:general_abuse" in homophone
+        assert "lex:general_abuse" not in homophone
+    assert not any(c.startswith("lexp:") for c in analyzer.string_features("今天天气很好")[1])
+
+
+def test_clause_and_question_stance_cues():
+    analyzer = TextAnalyzer()
+    cues = analyzer.string_features(canonical_text("不要歧视河南人。凭什么说河南人都是骗子？"))[1]
+    assert "s:denounce=歧视" in cues and "s:clause:denounce+identity" in cues
+    assert "s:question+identity" in cues
+    plain = analyzer.string_features(canonical_text("河南人都是骗子。"))[1]
+    assert not any(c.startswith(("s:question", "s:clause")) for c in plain)
+
+
+def test_every_obfuscation_kind_rewrites_content_characters_only():
+    from verimod.models.baseline.augment import FUNCTION_CHARS, KINDS
+
+    text = "你们这些骗子就是猪，河南人都是狗"
+    for kind in KINDS:
+        copy = obfuscate(text, "k", 3, rate=1.0, kinds=(kind,))
+        assert copy != text, kind
+        assert copy == obfuscate(text, "k", 3, rate=1.0, kinds=(kind,))
+        assert canonical_text(copy) != text or kind in ("separator", "traditional", "split")
+        kept = [ch for ch in text if ch in FUNCTION_CHARS]
+        assert all(ch in copy for ch in kept) or kind == "initials", kind
+    assert canonical_text(obfuscate(text, "k", 3, rate=1.0, kinds=("traditional",))) == canonical_text(text)
+    assert canonical_text(obfuscate(text, "k", 3, rate=1.0, kinds=("separator",))) == canonical_text(text)

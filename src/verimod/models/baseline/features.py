@@ -78,11 +78,17 @@ def char_ngrams(normalized: str, ngram_min: int, ngram_max: int, bounds: bool, q
     words around a quotation (``骂“〃``, ``〃”这种话``)."""
     grams = _char_ngrams(normalized, ngram_min, ngram_max, bounds)
     if quotes:
-        masked = mask_quotes(normalized)
-        if masked != normalized:
-            low, high = QUOTE_NGRAMS
-            grams.extend(QUOTE_PREFIX + g for g in _char_ngrams(masked, low, high, bounds) if "〃" in g)
+        grams.extend(quote_ngrams(normalized, bounds))
     return grams
+
+
+def quote_ngrams(normalized: str, bounds: bool = True) -> list[str]:
+    """The ``q:`` n-grams of :func:`char_ngrams` alone (empty when nothing is quoted)."""
+    masked = mask_quotes(normalized)
+    if masked == normalized:
+        return []
+    low, high = QUOTE_NGRAMS
+    return [QUOTE_PREFIX + g for g in _char_ngrams(masked, low, high, bounds) if "〃" in g]
 
 
 def _char_ngrams(normalized: str, ngram_min: int, ngram_max: int, bounds: bool) -> list[str]:

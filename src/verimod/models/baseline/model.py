@@ -37,21 +37,22 @@ import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from verimod.models.baseline import persist
-from verimod.models.baseline.charmap import canonical_chars, default_charmap
+from verimod.models.baseline.charmap import canonical_chars, canonical_text, default_charmap
 from verimod.models.baseline.features import BLOCKS, FeatureSpace
 from verimod.models.baseline.fields import COMBOS, LinearSoftmax, decode_records, marginals, record_scores
 from verimod.models.baseline.leakage import LeakageIndex
 from verimod.models.baseline.rationale import EvidenceLocator, sanitize, write_rationale
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer, admissible_target
 from verimod.models.baseline.vectorizer import TextVectorizer
-from verimod.models.baseline.views import TEXT_BLOCKS
+from verimod.models.baseline.views import TEXT_BLOCKS, StanceLexicon, TextAnalyzer, words
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, NO_CLEAR_TARGET, VOCABULARY
+from verimod.tasks.varm.cue_lexicons import Lexicon
 from verimod.tasks.varm.parser import parse_rationale
 from verimod.tasks.varm.schema import VarmRecord
 
 FORMAT_NAME: Final = "verimod-baseline"
-FORMAT_VERSION: Final = 2
-MODEL_VERSION: Final = "verimod-baseline/2"
+FORMAT_VERSION: Final = 3
+MODEL_VERSION: Final = "verimod-baseline/3"
 
 _TYPE, _EXPL, _LABEL = 0, 1, 3  # columns of COMBOS
 _EXPLICIT = VOCABULARY["target_explicitness"].index("explicit")
@@ -83,8 +84,13 @@ class BaselineConfig(BaseModel):
     ``c`` for the others, ``class_weight``; each learns from the records that carry its field
     (category from harmful records, stance from non-harmful ones). ``augment_rate`` of the
     records with a label also train the label and category classifiers as an obfuscated copy
-    (:mod:`~verimod.models.baseline.augment`, ``augment_chars`` of their Han characters
-    rewritten). Weights are stored as float16 (``half_precision``).
+    (:mod:`~verimod.models.baseline.augment`: ``augment_chars`` of their content characters
+    rewritten, each copy by one kind of ``augment_kinds`` drawn per record when
+    ``augment_single_kind``, else each character by a kind drawn for it; ``augment_copies``
+    copies per record). The label classifier sees the text blocks scaled by ``label_scale``
+    (surface, robust, cues; folded back into its weights): a block scaled down is regularised
+    harder, so the label leans on the others — the obfuscation-invariant views. Weights are
+    stored as float16 (``half_precision``).
 
     Target: ``blocks`` says which feature blocks each field reads, the target block
     (``target_ngram_max``, scaled by ``target_weight``) describing the span the extractor picked,
@@ -99,10 +105,12 @@ class BaselineConfig(BaseModel):
     ngram_min: int = Field(1, ge=1, le=8)
     ngram_max: int = Field(3, ge=1, le=8)
     bounds: bool = True
-    words: bool = True
+    words: bool = False
     quote_view: bool = True
     robust: bool = True
     cues: bool = True
+    pinyin_ngram: tuple[int, int] = (2, 3)
+    initials_ngram: tuple[int, int] = (2, 3)
     min_df: tuple[int, int, int] = (3, 3, 1)
     block_weights: tuple[float, float, float] = (1.0, 1.5, 1.0)
     max_features: int = Field(50_000, ge=0)
@@ -111,6 +119,10 @@ class BaselineConfig(BaseModel):
     class_weight: Literal["balanced"] | None = "balanced"
     augment_rate: float = Field(1.0, ge=0.0, le=1.0)
     augment_chars: float = Field(0.5, gt=0.0, le=1.0)
+    augment_kinds: tuple[str, ...] = ("homophone", "glyph", "pinyin", "initials", "mixed", "split", "emoji")
+    augment_single_kind: bool = True
+    augment_copies: int = Field(1, ge=1, le=4)
+    label_scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
     half_precision: bool = True
     target_ngram_max: int = Field(2, ge=1, le=8)
     target_weight: float = Field(0.7, gt=0)
@@ -132,12 +144,41 @@ class BaselineConfig(BaseModel):
                 raise ValueError(f"blocks of {field_name}: 'text' and then any of {', '.join(BLOCKS)}")
         return value
 
+    @field_validator("augment_kinds")
+    @classmethod
+    def _known_kinds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from verimod.models.baseline.augment import KINDS
+
+        if not value or not set(value) <= set(KINDS):
+            raise ValueError(f"augment_kinds: one or more of {', '.join(KINDS)}")
+        return value
+
     @field_validator("ngram_max")
     @classmethod
     def _ngram_order(cls, value: int, info: Any) -> int:
         if value < info.data.get("ngram_min", 1):
             raise ValueError("ngram_max must be at least ngram_min")
         return value
+
+
+def analyzer_of(
+    config: BaselineConfig, lexicons: Sequence[Lexicon] | None = None, stance: StanceLexicon | None = None
+) -> TextAnalyzer:
+    """The text analyser a configuration describes (with the bundled lexicons and stance words
+    unless others are given: a saved model's own)."""
+    return TextAnalyzer(
+        config.ngram_min,
+        config.ngram_max,
+        config.bounds,
+        config.words,
+        config.quote_view,
+        config.robust,
+        config.cues,
+        lexicons,
+        stance,
+        pinyin_ngram=config.pinyin_ngram,
+        initials_ngram=config.initials_ngram,
+    )
 
 
 @dataclass(frozen=True)
@@ -170,6 +211,20 @@ class TrainingSummary:
     fields: dict[str, int]
     augmented: int = 0
     sources: tuple[dict[str, Any], ...] = ()
+
+
+class _FeatureNames(Sequence[str]):
+    """The feature strings of some columns, named on demand (the writer reads a few)."""
+
+    def __init__(self, vectorizer: TextVectorizer, columns: np.ndarray) -> None:
+        self.vectorizer = vectorizer
+        self.columns = columns.tolist()
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, k: int) -> str:  # type: ignore[override]
+        return self.vectorizer.feature_name(self.columns[k]).removeprefix("w:")
 
 
 class BaselineModel:
@@ -210,17 +265,16 @@ class BaselineModel:
     def field_log_probs(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Each classifier's ``(N, K)`` log-probabilities (category given harmful, stance given
         non-harmful), without decoding."""
-        canon = ["".join(canonical_chars(t)) for t in texts]
-        text_rows, _ = self.vectorizer.transform_canonical(canon)
-        spans = [self.span_scorer.best_span(t) for t in texts]
+        text_rows = self.vectorizer.transform_canonical([canonical_text(t) for t in texts])
+        spans = self.span_scorer.best_spans(texts)
         features = self.space.build(text_rows, spans)
         return {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
 
     def predict(self, texts: Sequence[str]) -> list[BaselinePrediction]:
         """Predict a record and write a rationale for each text (deterministic)."""
         norms = [canonical_chars(t) for t in texts]
-        text_rows, tokens = self.vectorizer.transform_canonical(["".join(n) for n in norms])
-        spans = [self.span_scorer.best_span(t) for t in texts]
+        text_rows = self.vectorizer.transform_canonical(["".join(n) for n in norms])
+        spans = self.span_scorer.best_spans(texts)
         features = self.space.build(text_rows, spans)
         log_probs = {f: self.classifiers[f].log_proba(features) for f in DISCRETE_FIELDS}
         implicit = self.implicit_map.lookup(text_rows)
@@ -239,7 +293,7 @@ class BaselineModel:
             values = {f: VOCABULARY[f][choice[row, k]] for k, f in enumerate(DISCRETE_FIELDS)}
             target, source, score = self._target(values, spans[row], implicit[row])
             record = VarmRecord(target=target, **values)
-            cues = self._cues(text_rows, row, choice[row], text, norms[row], tokens[row])
+            cues = self._cues(text_rows, row, choice[row], text, norms[row])
             rationale = write_rationale(record, cues)
             if parse_rationale(rationale).values != tuple(record.model_dump().values()):  # pragma: no cover
                 cues, rationale = {}, write_rationale(record, {})
@@ -273,14 +327,13 @@ class BaselineModel:
         codes: np.ndarray,
         text: str,
         norm: list[str],
-        tokens: list[str],
     ) -> dict[str, list[str]]:
         start, end = text_rows.indptr[row], text_rows.indptr[row + 1]
         indices, values = text_rows.indices[start:end], text_rows.data[start:end]
         surface = self.vectorizer.block_of[indices] == 0
         indices, values = indices[surface], values[surface]
-        grams = [self.vectorizer.feature_name(k).removeprefix("w:") for k in indices.tolist()]
-        locator = EvidenceLocator(text, norm, tokens)
+        grams = _FeatureNames(self.vectorizer, indices)
+        locator = EvidenceLocator(text, norm, words)
         cues: dict[str, list[str]] = {}
         harmful = VOCABULARY["label"][int(codes[_LABEL])] == "harmful"
         explicit = VOCABULARY["target_explicitness"][int(codes[_EXPL])] == "explicit"

@@ -22,8 +22,8 @@ from verimod.models.baseline.features import CharNgramVectorizer, FeatureSpace
 from verimod.models.baseline.fields import LinearSoftmax
 from verimod.models.baseline.leakage import PERMUTATIONS, BundledSource, LeakageIndex
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer
-from verimod.models.baseline.vectorizer import TextVectorizer
-from verimod.models.baseline.views import TEXT_BLOCKS, StanceLexicon, TextAnalyzer
+from verimod.models.baseline.vectorizer import PARTS, TextVectorizer
+from verimod.models.baseline.views import StanceLexicon
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, VOCABULARY
 from verimod.tasks.varm.cue_lexicons import Lexicon
 
@@ -53,6 +53,9 @@ def model_files(model: BaselineModel) -> dict[str, bytes]:
     """The bytes of the three files of ``model``."""
     precision = np.float16 if model.config.half_precision else np.float64
     arrays: dict[str, np.ndarray] = {"idf": model.vectorizer.idf, "target_idf": model.space.target.idf}
+    for name, _, kind in PARTS:
+        if kind == "keys":
+            arrays[f"keys.{name}"] = np.asarray(model.vectorizer.vocabularies[name], dtype=np.int64)
     for f in DISCRETE_FIELDS:
         arrays[f"{f}.weights"] = model.classifiers[f].weights.astype(precision)
         arrays[f"{f}.bias"] = model.classifiers[f].bias
@@ -65,7 +68,7 @@ def model_files(model: BaselineModel) -> dict[str, bytes]:
     arrays["leakage.signatures"] = model.leakage.signatures.astype(np.uint8)
     analyzer = model.vectorizer.analyzer
     vocab = {
-        "text": dict(zip(TEXT_BLOCKS, model.vectorizer.vocabularies, strict=True)),
+        "text": {name: model.vectorizer.vocabularies[name] for name, _, kind in PARTS if kind == "strings"},
         "block_weights": list(model.vectorizer.block_weights),
         "cue_lexicons": [lexicon.model_dump(mode="json") for lexicon in analyzer.lexicons],
         "stance_words": analyzer.stance.to_json(),
@@ -95,6 +98,7 @@ def model_from_files(files: dict[str, bytes], path: Path) -> BaselineModel:
         BaselineConfig,
         BaselineModel,
         TrainingSummary,
+        analyzer_of,
     )
 
     meta_where, vocab_where, arrays_where = (str(path / name) for name in persist.FILES)
@@ -128,26 +132,20 @@ def model_from_files(files: dict[str, bytes], path: Path) -> BaselineModel:
     vocab = persist.load_json(files[persist.VOCAB_FILE], vocab_where)
     lists = {key: _string_list(vocab, key, vocab_where) for key in _STRING_LISTS}
     text = vocab.get("text")
-    if not isinstance(text, dict) or set(text) != set(TEXT_BLOCKS):
-        raise _fail(vocab_where, "text", f"expected one list of strings per block ({', '.join(TEXT_BLOCKS)})")
-    blocks = [_string_list(text, name, vocab_where) for name in TEXT_BLOCKS]
+    string_parts = [name for name, _, kind in PARTS if kind == "strings"]
+    if not isinstance(text, dict) or set(text) != set(string_parts):
+        raise _fail(vocab_where, "text", f"expected one list of strings per part ({', '.join(string_parts)})")
+    parts: dict[str, Any] = {name: _string_list(text, name, vocab_where) for name in string_parts}
     arrays = persist.load_arrays(files[persist.ARRAYS_FILE], arrays_where)
     try:
         lexicons = [Lexicon.model_validate(item) for item in vocab.get("cue_lexicons", [])]
         stance_data = vocab["stance_words"]
         stance = StanceLexicon(str(stance_data["version"]), dict(stance_data["kinds"]))
-        analyzer = TextAnalyzer(
-            config.ngram_min,
-            config.ngram_max,
-            config.bounds,
-            config.words,
-            config.quote_view,
-            config.robust,
-            config.cues,
-            lexicons,
-            stance,
-        )
-        vectorizer = TextVectorizer(analyzer, blocks, arrays["idf"], config.block_weights)
+        analyzer = analyzer_of(config, lexicons, stance)
+        for name, _, kind in PARTS:
+            if kind == "keys":
+                parts[name] = arrays[f"keys.{name}"]
+        vectorizer = TextVectorizer(analyzer, parts, arrays["idf"], config.block_weights)
         target = CharNgramVectorizer(
             lists["target_ngrams"], arrays["target_idf"], 1, config.target_ngram_max, True, True
         )

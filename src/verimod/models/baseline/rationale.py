@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
@@ -77,9 +77,13 @@ class EvidenceLocator:
     """Finds where features of the canonical text occur in the original text, and turns the
     best-weighted ones into quotable cues made of whole words (see the module docstring)."""
 
-    __slots__ = ("bounds", "normalized", "starts", "text")
+    __slots__ = ("_bounds", "_tokens", "normalized", "starts", "text")
 
-    def __init__(self, text: str, norm_chars: Sequence[str], tokens: Sequence[str] = ()) -> None:
+    def __init__(
+        self, text: str, norm_chars: Sequence[str], tokens: Sequence[str] | Callable[[str], Sequence[str]] = ()
+    ) -> None:
+        """``tokens``: the segmentation of the canonical text, or a function that segments it
+        (called once, when a feature is first located)."""
         self.text = text
         self.normalized = "".join(norm_chars)
         self.starts: list[int] = []
@@ -87,16 +91,26 @@ class EvidenceLocator:
         for part in norm_chars:
             self.starts.append(offset)
             offset += len(part)
-        if tokens and sum(map(len, tokens)) == len(self.normalized):
-            cuts = itertools.accumulate(len(t) for t in tokens)
-            self.bounds = sorted({0, len(text), *(bisect.bisect_left(self.starts, p) for p in cuts)})
-        else:  # no segmentation: every character boundary is a word boundary
-            self.bounds = list(range(len(text) + 1))
+        self._tokens = tokens
+        self._bounds: list[int] | None = None
+
+    @property
+    def bounds(self) -> list[int]:
+        """Word boundaries in the original text (every character boundary without a segmentation)."""
+        if self._bounds is None:
+            tokens = self._tokens(self.normalized) if callable(self._tokens) else self._tokens
+            if tokens and sum(map(len, tokens)) == len(self.normalized):
+                cuts = itertools.accumulate(len(t) for t in tokens)
+                self._bounds = sorted({0, len(self.text), *(bisect.bisect_left(self.starts, p) for p in cuts)})
+            else:  # no segmentation: every character boundary is a word boundary
+                self._bounds = list(range(len(self.text) + 1))
+        return self._bounds
 
     def _words(self, i: int, j: int) -> tuple[int, int]:
         """The smallest run of whole words of the original text covering ``[i, j)``."""
-        first = self.bounds[bisect.bisect_right(self.bounds, i) - 1]
-        last = self.bounds[min(bisect.bisect_left(self.bounds, j), len(self.bounds) - 1)]
+        bounds = self.bounds
+        first = bounds[bisect.bisect_right(bounds, i) - 1]
+        last = bounds[min(bisect.bisect_left(bounds, j), len(bounds) - 1)]
         return first, max(last, first + 1)
 
     def segments(

@@ -194,6 +194,7 @@ def out_of_fold_spans(
         held = set(order[k::folds])
         lexicon = [t for i, t in enumerate(targets) if i not in held]
         scorer = SpanScorer(data.names, data.fit(c, held), lexicon, data.max_len)
-        for i in sorted(held):
-            spans[i] = scorer.best_span(texts[i])
+        held_rows = sorted(held)
+        for i, span in zip(held_rows, scorer.best_spans([texts[i] for i in held_rows]), strict=True):
+            spans[i] = span
     return spans

@@ -142,6 +142,7 @@ class SpanScorer:
             name, sep, value = feature.partition("=")
             if sep and name in self._tables:
                 self._tables[name][value] = weight
+        self._batch: _BatchTables | None = None
 
     def scores(self, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
         """The score of every candidate span of ``text`` (the same sums as the features of
@@ -185,17 +186,15 @@ class SpanScorer:
     def best_span(self, text: str) -> tuple[str, float] | None:
         """The best admissible candidate and its probability among the text's candidates, or
         None when there is none. Ties go to the earlier, then shorter, span."""
-        spans = candidate_spans(text, self.max_len)
-        if not spans:
-            return None
-        scores = self.scores(text, spans)
-        probabilities = np.exp(scores - scores.max())
-        probabilities /= probabilities.sum()
-        for k in np.argsort(-scores, kind="stable").tolist():
-            i, j = spans[k]
-            if admissible_target(text[i:j]):
-                return text[i:j], float(probabilities[k])
-        return None
+        return self.best_spans([text])[0]
+
+    def best_spans(self, texts: Sequence[str]) -> list[tuple[str, float] | None]:
+        """:meth:`best_span` of every text, scored for the whole batch at once in numpy (the
+        same sums as :meth:`scores`; the lexicon part found through 64-bit polynomial hashes of
+        the candidates, every hit checked against the string)."""
+        if self._batch is None:
+            self._batch = _BatchTables(self)
+        return self._batch.best_spans(texts)
 
 
 class ImplicitTargetMap:
@@ -220,3 +219,155 @@ class ImplicitTargetMap:
             sim = float(sims[r, k])
             out.append((self.targets[k], sim) if sim >= self.threshold else None)
         return out
+
+
+_HASH_BASE: Final = 1_000_003
+_HASH_MASK: Final = (1 << 64) - 1
+
+
+class _BatchTables:
+    """The span scorer's weights as arrays over integer ids of normalised characters, for
+    :meth:`SpanScorer.best_spans`. A normalised character (an entry of
+    :func:`~verimod.models.baseline.features.normalize_chars`) has an id when some feature names
+    it; pair features are looked up by the pair of ids (every split of a feature's value into
+    two known entries is registered, so a pair is found whatever the entries' lengths)."""
+
+    def __init__(self, scorer: SpanScorer) -> None:
+        self.scorer = scorer
+        tables = scorer._tables
+        singles = ("L1", "F1", "E1", "R1", "I")
+        alphabet = {_EDGE[0], _EDGE[1]}
+        for name in singles:
+            alphabet.update(tables[name])
+        for name in ("L2", "L1F1", "F2", "E1R1", "E2", "R2"):
+            for value in tables[name]:
+                alphabet.update(value[:k] for k in range(1, len(value)))
+                alphabet.update(value[k:] for k in range(1, len(value)))
+        self.ids = {entry: k + 1 for k, entry in enumerate(sorted(alphabet))}
+        size = len(self.ids) + 1
+        self.size = size
+        self.single = {name: np.zeros(size) for name in singles}
+        for name in singles:
+            for value, weight in tables[name].items():
+                self.single[name][self.ids[value]] = weight
+        self.pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name in ("L2", "L1F1", "F2", "E1R1", "E2", "R2"):
+            found: dict[int, float] = {}
+            for value, weight in tables[name].items():
+                for k in range(1, len(value)):
+                    a, b = self.ids.get(value[:k]), self.ids.get(value[k:])
+                    if a is not None and b is not None:
+                        found[a * size + b] = weight
+            keys = np.array(sorted(found), dtype=np.int64)
+            self.pairs[name] = (keys, np.array([found[int(k)] for k in keys], dtype=np.float64))
+        lexical = scorer._lexical
+        hashes: dict[int, list[str]] = {}
+        for piece in lexical:
+            hashes.setdefault(_hash(piece), []).append(piece)
+        self.lex_keys = np.array(sorted(hashes), dtype=np.uint64)
+        self.lex_pieces = [hashes[int(k)] for k in self.lex_keys]
+        self.lengths = scorer._lengths
+        self.buckets = np.asarray(scorer._buckets, dtype=np.float64)
+        self.ascii_weight = scorer._w.get("ASCII", 0.0)
+
+    def _pair(self, name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        keys, weights = self.pairs[name]
+        if not keys.size:
+            return np.zeros(a.size)
+        query = a * self.size + b
+        position = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+        return np.where(keys[position] == query, weights[position], 0.0)
+
+    def best_spans(self, texts: Sequence[str]) -> list[tuple[str, float] | None]:
+        max_len = self.scorer.max_len
+        out: list[tuple[str, float] | None] = [None] * len(texts)
+        ids_get = self.ids.get
+        left_edge, right_edge = self.ids[_EDGE[0]], self.ids[_EDGE[1]]
+        # One stream: per text, two left pads, its characters, two right pads.
+        streams, words, inners, codes, starts = [], [], [], [], []
+        offset = 0
+        for text in texts:
+            norm = normalize_chars(text)
+            streams.append([left_edge, left_edge, *(ids_get(e, 0) for e in norm), right_edge, right_edge])
+            flags = [is_word_char(ch) for ch in text]
+            words.append([False, False, *flags, False, False])
+            inners.append(
+                [False, False, *(w or ch in _INNER_ONLY for w, ch in zip(flags, text, strict=True)), False, False]
+            )
+            codes.append([0, 0, *map(ord, text), 0, 0])
+            starts.append(offset + 2)
+            offset += len(text) + 4
+        if not offset:
+            return out
+        ids = np.fromiter((i for s in streams for i in s), dtype=np.int64, count=offset)
+        word = np.fromiter((w for s in words for w in s), dtype=bool, count=offset)
+        inner = np.fromiter((w for s in inners for w in s), dtype=bool, count=offset)
+        code = np.fromiter((c for s in codes for c in s), dtype=np.int64, count=offset)
+        text_of = np.repeat(np.arange(len(texts)), [len(t) + 4 for t in texts])
+        first_of = np.asarray(starts, dtype=np.int64)[text_of]
+        z = np.zeros(1, dtype=np.int64)
+        prev1, prev2 = np.concatenate((z, ids[:-1])), np.concatenate((z, z, ids[:-2]))
+        next1 = np.concatenate((ids[1:], z))
+        single = self.single
+        # start[p]: a span starting at stream position p; end[q]: a span ending before q.
+        start = single["L1"][prev1] + self._pair("L2", prev2, prev1) + single["F1"][ids]
+        start += self._pair("L1F1", prev1, ids) + self.buckets[np.minimum(np.arange(offset) - first_of, 4)]
+        start2 = self._pair("F2", ids, next1)
+        end = single["E1"][prev1] + single["R1"][ids] + self._pair("R2", ids, next1) + self._pair("E1R1", prev1, ids)
+        end2 = self._pair("E2", prev2, prev1)
+        inner_sum = np.concatenate(([0.0], np.cumsum(single["I"][ids])))
+        ascii_sum = np.concatenate(([0], np.cumsum(code < 128)))
+        # Candidates: start p (a word character), length n, all characters inner, last a word
+        # character; h: the 64-bit polynomial hash of the span's characters.
+        not_inner = np.concatenate(([0], np.cumsum(~inner)))
+        cand_p, cand_n, cand_h = [], [], []
+        positions = np.flatnonzero(word)
+        rolling = np.zeros(offset, dtype=np.uint64)
+        padded = np.concatenate((code, np.zeros(max_len, dtype=np.int64))).astype(np.uint64)
+        for n in range(1, max_len + 1):
+            rolling = rolling * _HASH_BASE + padded[n - 1 : n - 1 + offset]
+            p = positions[positions + n <= offset]
+            ok = (not_inner[p + n] - not_inner[p] == 0) & word[p + n - 1]
+            cand_p.append(p[ok])
+            cand_n.append(np.full(int(ok.sum()), n, dtype=np.int64))
+            cand_h.append(rolling[p[ok]])
+        p, n, h = np.concatenate(cand_p), np.concatenate(cand_n), np.concatenate(cand_h)
+        q = p + n
+        total = start[p] + end[q] + self.lengths[n] + (inner_sum[q] - inner_sum[p])
+        total += np.where(n >= 2, start2[p] + end2[q], 0.0)
+        total += np.where(ascii_sum[q] - ascii_sum[p] == n, self.ascii_weight, 0.0)
+        if self.lex_keys.size:
+            position = np.minimum(np.searchsorted(self.lex_keys, h), self.lex_keys.size - 1)
+            for k in np.flatnonzero(self.lex_keys[position] == h).tolist():
+                row = int(text_of[p[k]])
+                i = int(p[k] - starts[row])
+                piece = texts[row][i : i + int(n[k])]
+                if piece in self.lex_pieces[int(position[k])]:
+                    total[k] += self.scorer._lexical[piece]
+        # Per text: candidates in text order (start, then length), best admissible by score.
+        row_of = text_of[p]
+        order = np.lexsort((n, p))
+        p, n, total, row_of = p[order], n[order], total[order], row_of[order]
+        bounds = np.searchsorted(row_of, np.arange(len(texts) + 1))
+        for row in range(len(texts)):
+            a, b = int(bounds[row]), int(bounds[row + 1])
+            if a == b:
+                continue
+            scores = total[a:b]
+            probabilities = np.exp(scores - scores.max())
+            probabilities /= probabilities.sum()
+            for k in np.argsort(-scores, kind="stable").tolist():
+                i = int(p[a + k]) - starts[row]
+                span = texts[row][i : i + int(n[a + k])]
+                if admissible_target(span):
+                    out[row] = (span, float(probabilities[k]))
+                    break
+        return out
+
+
+def _hash(text: str) -> int:
+    """The 64-bit polynomial hash of ``text``'s code points (wrapping, as numpy's uint64)."""
+    value = 0
+    for ch in text:
+        value = (value * _HASH_BASE + ord(ch)) & _HASH_MASK
+    return value

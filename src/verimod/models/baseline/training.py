@@ -31,8 +31,8 @@ which do not change the model.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-import os
 import random
 from collections.abc import Sequence
 
@@ -44,11 +44,10 @@ from verimod.models.baseline.augment import obfuscate
 from verimod.models.baseline.features import CharNgramVectorizer, FeatureSpace
 from verimod.models.baseline.fields import LinearSoftmax, fit_linear_softmax
 from verimod.models.baseline.leakage import LeakageIndex
-from verimod.models.baseline.model import BaselineConfig, BaselineModel, TrainingSummary
+from verimod.models.baseline.model import BaselineConfig, BaselineModel, TrainingSummary, analyzer_of
 from verimod.models.baseline.span_training import SpanTrainingSet, out_of_fold_spans
 from verimod.models.baseline.target import ImplicitTargetMap, SpanScorer
 from verimod.models.baseline.vectorizer import TextVectorizer
-from verimod.models.baseline.views import TextAnalyzer
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, FIELDS, NO_CLEAR_TARGET, VOCABULARY
 from verimod.tasks.varm.schema import VarmReference
 
@@ -98,15 +97,13 @@ def train_baseline(
     weights: Sequence[float] | None = None,
     leakage: LeakageIndex | None = None,
     sources: Sequence[dict[str, object]] = (),
-    workers: int | None = None,
 ) -> BaselineModel:
     """Train a baseline model on ``references`` (complete or partial; module docstring).
 
     ``weights``: one non-negative weight per reference. ``leakage``: the index of the training
     texts the model keeps (default: every text stored, see
     :mod:`~verimod.models.baseline.leakage`). ``sources``: a description of where the records
-    came from, kept in ``model.json``. ``workers``: processes that analyse the texts (default:
-    up to 2 of the machine's cores; the model is the same whatever the number). ``ValueError``
+    came from, kept in ``model.json``. ``ValueError``
     when there is no record, a weight is negative or their number differs, or no record carries
     a label.
     """
@@ -123,15 +120,14 @@ def train_baseline(
     identity = (training_data_sha256(references, weights), index, tuple(sources))
     with threadpool_limits(limits=1):
         row_weights = np.asarray(weights if weights is not None else [1.0] * len(references), dtype=np.float64)
-        processes = workers if workers is not None else min(2, os.cpu_count() or 1)
-        return _train(references, row_weights, seed, config, identity, processes)
+        return _train(references, row_weights, seed, config, identity)
 
 
 def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineConfig) -> list[tuple[int, str]]:
     """``(record index, obfuscated text)`` for ``augment_rate`` of the labelled records."""
     rng = random.Random(f"augment|{seed}")
     out = []
-    for k, ref in enumerate(references):
+    for copy_number, (k, ref) in itertools.product(range(config.augment_copies), enumerate(references)):
         if ref.label is None or rng.random() >= config.augment_rate:
             continue
         protected = []
@@ -140,7 +136,9 @@ def _augmented(references: Sequence[VarmReference], seed: int, config: BaselineC
             while start >= 0:
                 protected.append((start, start + len(ref.target)))
                 start = ref.text.find(ref.target, start + 1)
-        copy = obfuscate(ref.text, f"{k}|{ref.text}", seed, config.augment_chars, protected=protected)
+        kinds = (rng.choice(config.augment_kinds),) if config.augment_single_kind else config.augment_kinds
+        key = f"{k}|{ref.text}" if copy_number == 0 else f"{k}|{copy_number}|{ref.text}"
+        copy = obfuscate(ref.text, key, seed, config.augment_chars, kinds, protected)
         if copy != ref.text:
             out.append((k, copy))
     return out
@@ -163,11 +161,16 @@ def _fit_text_fields(
     targets: dict[str, tuple[np.ndarray, list[str]]],
     weights: np.ndarray,
     config: BaselineConfig,
+    block_of: np.ndarray,
 ) -> dict[str, LinearSoftmax]:
     out = {}
     for f, (index, y) in targets.items():
         c = config.c_label if f == "label" else config.c
-        out[f] = fit_linear_softmax(f, rows[index], y, c, config.class_weight, weights[index])
+        scale = np.ones(rows.shape[1])
+        if f == "label":  # per-block column scales, folded back into the weights
+            scale = np.asarray(config.label_scale, dtype=np.float64)[block_of]
+        clf = fit_linear_softmax(f, rows[index] @ sp.diags(scale), y, c, config.class_weight, weights[index])
+        out[f] = LinearSoftmax(f, clf.weights * scale, clf.bias)
     return out
 
 
@@ -177,18 +180,15 @@ def _train(
     seed: int,
     config: BaselineConfig,
     identity: tuple[str, LeakageIndex, tuple[dict[str, object], ...]],
-    workers: int,
 ) -> BaselineModel:
     texts = [r.text for r in references]
     copies = _augmented(references, seed, config)
     all_texts = texts + [text for _, text in copies]
     origin = np.concatenate([np.arange(len(texts)), np.array([k for k, _ in copies], dtype=np.int64)]).astype(np.int64)
     row_weights = weights[origin]
-    analyzer = TextAnalyzer(
-        config.ngram_min, config.ngram_max, config.bounds, config.words, config.quote_view, config.robust, config.cues
-    )
-    vectorizer, text_rows, column_ids = TextVectorizer.fit_transform(
-        analyzer, all_texts, config.min_df, config.block_weights, workers
+    analyzer = analyzer_of(config)
+    vectorizer, text_rows, occurrences = TextVectorizer.fit_transform(
+        analyzer, all_texts, config.min_df, config.block_weights
     )
     # The rows each text-only field learns from (augmented copies train label and category).
     targets: dict[str, tuple[np.ndarray, list[str]]] = {}
@@ -204,8 +204,10 @@ def _train(
             importance = np.maximum(importance, _importance(text_rows[index], y))
         order = np.lexsort((np.arange(importance.size), -importance))
         vectorizer, remap = vectorizer.restrict(np.sort(order[: config.max_features]))
-        text_rows = vectorizer.rows_of([remap[ids][remap[ids] >= 0] for ids in column_ids])
-    text_only = _fit_text_fields(text_rows, targets, row_weights, config)
+        rows, columns, counts = occurrences[0], remap[occurrences[1]], occurrences[2]
+        kept = columns >= 0
+        text_rows = vectorizer.rows_of(rows[kept], columns[kept], len(all_texts), counts[kept])
+    text_only = _fit_text_fields(text_rows, targets, row_weights, config, vectorizer.block_of)
     original_rows = text_rows[: len(texts)]
 
     # The span scorer learns from at most span_max_texts records with a target span.
@@ -221,7 +223,9 @@ def _train(
     oof = dict(zip(with_target, cross_fitted, strict=True))
 
     typed = [k for k, r in enumerate(references) if learns(r, "target_type") or learns(r, "target_explicitness")]
-    spans = {k: oof[k] if k in oof else span_scorer.best_span(texts[k]) for k in typed}
+    unseen = [k for k in typed if k not in oof]
+    spans = {**oof, **dict(zip(unseen, span_scorer.best_spans([texts[k] for k in unseen]), strict=True))}
+    spans = {k: spans[k] for k in typed}
     target_vectorizer = CharNgramVectorizer.fit(
         [s[0] for s in spans.values() if s is not None], 1, config.target_ngram_max, True, True
     )
