@@ -64,7 +64,9 @@ def ray_session(address: str) -> Iterator[None]:
     try:
         ray.init(**options)
     except Exception as exc:  # ConnectionError, ValueError, RuntimeError … from ray.init
-        raise InputError.at("--ray", None, None, f"cannot connect to Ray at {address!r}: {one_line(str(exc))}") from None
+        raise InputError.at(
+            "--ray", None, None, f"cannot connect to Ray at {address!r}: {one_line(str(exc))}"
+        ) from None
     try:
         yield
     finally:
@@ -126,8 +128,9 @@ def check_nodes(paths: Sequence[str | Path] = (), folders: Sequence[str | Path] 
     another verimod version, or one that cannot read ``paths`` or write under ``folders``
     (absolute paths: shared storage), is an :class:`InputError` naming it."""
     ray = require_ray()
-    import verimod
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    import verimod
 
     readable = [str(Path(p).resolve()) for p in paths]
     writable = [str(Path(f).resolve()) for f in folders]

@@ -23,6 +23,7 @@ Exactness, as on one machine (``neardup._self_join`` and ``neardup._components``
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -51,7 +52,7 @@ class TextComponents:
         """As :func:`verimod.data.neardup.components` returns them."""
         flat = self.index.tolist()
         bounds = self.start.tolist()
-        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return [flat[a:b] for a, b in itertools.pairwise(bounds)]
 
     @property
     def count(self) -> int:
@@ -152,6 +153,4 @@ def split_by_shard(columns: Sequence[Any], key: IntArray, offsets: Sequence[int]
     shard = by_shard(key, offsets)
     order = np.argsort(shard, kind="stable")
     bounds = np.searchsorted(shard[order], np.arange(len(offsets) + 1))
-    return [
-        tuple(column[order[bounds[k] : bounds[k + 1]]] for column in columns) for k in range(len(offsets))
-    ]
+    return [tuple(column[order[bounds[k] : bounds[k + 1]]] for column in columns) for k in range(len(offsets))]

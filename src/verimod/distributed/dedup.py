@@ -59,9 +59,7 @@ def shard_texts(rows: Rows, path: str, field: str) -> tuple[list[str], Any, Prob
     return texts, text_lengths(texts), None
 
 
-def read_texts(
-    sharded: ShardedInput, field: str
-) -> tuple[list[Any], list[Any]]:
+def read_texts(sharded: ShardedInput, field: str) -> tuple[list[Any], list[Any]]:
     """Submit :func:`shard_texts` for every shard; raise the first missing text in file order.
     Returns the ObjectRefs of the texts and the histograms (fetched)."""
     refs = [submit_parts(shard_texts, rows, sharded.path, field, parts=3) for rows in sharded.shards]

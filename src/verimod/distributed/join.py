@@ -213,7 +213,9 @@ def _band_classes(strings: list[str], index: BandIndex, partial: GlobalRanking, 
 
 
 def _full_ranking(partial: GlobalRanking, bits: int, *counts: Sparse) -> GlobalRanking:
-    return GlobalRanking(partial.shape, partial.short_rank, partial.all_rank, bigram_classes(bits, Sparse.total(counts)))
+    return GlobalRanking(
+        partial.shape, partial.short_rank, partial.all_rank, bigram_classes(bits, Sparse.total(counts))
+    )
 
 
 def _route_buckets(
@@ -263,9 +265,7 @@ def _bucket_join(
     return (ranks[a[once]], ranks[b[once]], score[once]), (candidates, compared, len(strings))
 
 
-def _block_pairs(
-    threshold: float, x: list[str], x_offset: int, y: list[str], y_offset: int, same: bool
-) -> RankPairs:
+def _block_pairs(threshold: float, x: list[str], x_offset: int, y: list[str], y_offset: int, same: bool) -> RankPairs:
     """Below the filter threshold: every pair of a band (``same``) or of two bands, by cdist."""
     block = process.cdist(x, y, scorer=fuzz.ratio, score_cutoff=threshold, dtype=np.float64, workers=1)
     accept = block > 0 if threshold > 0 else np.ones(block.shape, dtype=np.bool_)

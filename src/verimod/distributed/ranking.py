@@ -38,13 +38,13 @@ from verimod.data.neardup_tokens import (
     _blocks,
     _bucket_counts,
     _count_dtype,
-    _grams,
     _Grams,
+    _grams,
     _hash_classes,
     _in_global_order,
     _layout,
-    codepoints,
     coarsen,
+    codepoints,
 )
 
 IntArray: TypeAlias = npt.NDArray[np.int64]
@@ -209,7 +209,9 @@ def bucket_of(rank: IntArray, buckets: int) -> IntArray:
     return rank % buckets
 
 
-def string_buckets(strings: Sequence[str], lengths: IntArray, ranking: GlobalRanking, q: int, buckets: int) -> tuple[IntArray, IntArray]:
+def string_buckets(
+    strings: Sequence[str], lengths: IntArray, ranking: GlobalRanking, q: int, buckets: int
+) -> tuple[IntArray, IntArray]:
     """(string, bucket) for every bucket holding a long-prefix gram of the string, sorted."""
     found = [
         np.unique(entries.owner * buckets + bucket_of(entries.rank, buckets))

@@ -28,6 +28,7 @@ later in a record's fields, as with the single-machine reader, which reads every
 from __future__ import annotations
 
 import codecs
+import itertools
 import math
 import os
 from dataclasses import dataclass, field
@@ -225,7 +226,9 @@ def _read_jsonl_range(path: str, piece: Piece, codec: str, on_error: OnError) ->
         try:
             text = raw.decode(codec).rstrip("\r\n")
         except UnicodeDecodeError as exc:
-            return rows, ShardInfo(len(rows), skipped, len(skipped), _undecodable(path, number, raw, exc, codec).problem)
+            return rows, ShardInfo(
+                len(rows), skipped, len(skipped), _undecodable(path, number, raw, exc, codec).problem
+            )
         if not text.strip():
             continue
         try:
@@ -311,7 +314,7 @@ def _jsonl_plan(path: str, encoding: str | None, shard_bytes: int) -> tuple[list
     except PermissionError:
         raise InputError.at(path, None, None, "permission denied") from None
     cuts = _cuts(path, size, shard_bytes)
-    ranges = list(zip(cuts[:-1], cuts[1:], strict=True))
+    ranges = list(itertools.pairwise(cuts))
     scans: list[_Scan] = fetch([submit(_scan_range, path, a, b) for a, b in ranges])
     codec = _line_codec(path, encoding, scans, head)
     pieces, lines = [], 0
@@ -345,7 +348,9 @@ def read_sharded(
             return _whole(name, fmt, encoding, on_error, shard_bytes)
         results = [submit(_read_jsonl_range, name, piece, codec, on_error, num_returns=2) for piece in pieces]
     elif kind == "parquet":
-        results = [submit(_read_parquet_groups, name, piece, num_returns=2) for piece in _parquet_pieces(name, shard_bytes)]
+        results = [
+            submit(_read_parquet_groups, name, piece, num_returns=2) for piece in _parquet_pieces(name, shard_bytes)
+        ]
     else:
         return _whole(name, fmt, encoding, on_error, shard_bytes)
     infos: list[ShardInfo] = fetch([info for _, info in results])
