@@ -319,10 +319,10 @@ def distributed_join(
     ]
     band_strings, band_index, band_stats = [], [], []
     for b in range(bands):
-        strings, index, stats = submit(_distinct_band, shape_guess.split, *(r[b] for r in routed), num_returns=3)
+        strings, index, made = submit(_distinct_band, shape_guess.split, *(r[b] for r in routed), num_returns=3)
         band_strings.append(strings)
         band_index.append(index)
-        band_stats.append(stats)
+        band_stats.append(made)
     stats: list[BandStats] = fetch(band_stats)
     counts = np.zeros(len(histogram), dtype=np.int64)
     for s in stats:

@@ -196,7 +196,9 @@ def normalize_on_ray(
             raise InputError.at("--t2s", None, None, summary.t2s_missing)
         if summary.problem is not None:
             raise InputError(summary.problem)
-    duplicates, conflicts, counts = [[] for _ in range(shards)], [], [0, 0, 0]
+    duplicates: list[list[Any]] = [[] for _ in range(shards)]
+    conflicts: list[DuplicateConflict] = []
+    counts = [0, 0, 0]
     if config.drop_duplicates:
         stage("duplicates")
         verdicts = [

@@ -58,9 +58,15 @@ class Sparse:
     counts: IntArray
 
     @classmethod
-    def of(cls, values: npt.NDArray[np.integer]) -> Sparse:
-        keys, counts = np.unique(values, return_counts=True)
-        return cls(keys.astype(np.int64), counts.astype(np.int64))
+    def of(cls, values: npt.NDArray[np.integer], space: int | None = None) -> Sparse:
+        """The counts of ``values``; ``space`` (all values are below it) counts them with a
+        dense bincount instead of sorting."""
+        if space is None:
+            keys, counts = np.unique(values, return_counts=True)
+            return cls(keys.astype(np.int64), counts.astype(np.int64))
+        dense = np.bincount(values, minlength=space)
+        keys = np.flatnonzero(dense)
+        return cls(keys.astype(np.int64), dense[keys].astype(np.int64))
 
     @classmethod
     def total(cls, parts: Sequence[Sparse]) -> Sparse:
@@ -143,8 +149,8 @@ def band_statistics(strings: Sequence[str], lengths: IntArray, split: int) -> tu
     """For distinct strings: character counts over those shorter than ``split`` and over all,
     and the number of bigrams (inputs of :class:`GlobalRanking`)."""
     short = int(np.searchsorted(lengths, split - 1, side="right"))
-    everything = [Sparse.of(codepoints(strings[a:b])) for a, b in _blocks(lengths)]
-    few = [Sparse.of(codepoints(strings[a : min(b, short)])) for a, b in _blocks(lengths) if a < short]
+    everything = [Sparse.of(codepoints(strings[a:b]), _CODE_SPACE) for a, b in _blocks(lengths)]
+    few = [Sparse.of(codepoints(strings[a : min(b, short)]), _CODE_SPACE) for a, b in _blocks(lengths) if a < short]
     return Sparse.total(few), Sparse.total(everything), int(np.maximum(lengths - 1, 0).sum())
 
 
@@ -173,7 +179,7 @@ class Entries:
     rank: IntArray
     position: IntArray
     offset: IntArray
-    signature: Signatures
+    signature: IntArray
 
 
 def prefix_entries(

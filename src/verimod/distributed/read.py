@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verimod.core.errors import InputError, Problem
-from verimod.data.jsonl import _decode_json_object, _undecodable
+from verimod.data.jsonl import _decode_json_object, _open_binary, _undecodable
 from verimod.data.records import FORMATS, Format, OnError, RecordStream, guess_format, no_records_error, read_records
 from verimod.distributed.cluster import fetch, submit
 
@@ -303,16 +303,9 @@ def _slice(rows: Rows, start: int, stop: int) -> Rows:
 def _jsonl_plan(path: str, encoding: str | None, shard_bytes: int) -> tuple[list[Piece], str | None]:
     """The byte ranges of a JSONL file and the codec to decode their lines with (None: the file
     must be read whole)."""
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as handle:
-            head = handle.read(4)
-    except FileNotFoundError:
-        raise InputError.at(path, None, None, "file not found") from None
-    except IsADirectoryError:
-        raise InputError.at(path, None, None, "is a directory, not a file") from None
-    except PermissionError:
-        raise InputError.at(path, None, None, "permission denied") from None
+    with _open_binary(path) as handle:  # the single-machine reader's errors for a missing file
+        head = handle.read(4)
+        size = os.fstat(handle.fileno()).st_size
     cuts = _cuts(path, size, shard_bytes)
     ranges = list(itertools.pairwise(cuts))
     scans: list[_Scan] = fetch([submit(_scan_range, path, a, b) for a, b in ranges])

@@ -155,7 +155,7 @@ def run_sweep_on_ray(
     check_new_cells(plan, cells)
     write_state(plan)
     ledger = ledger if ledger is not None else start_ledger(lease_s)
-    waiting, running = list(cells), {}
+    waiting, running = list(cells), dict[Any, SweepCell]()
     outcome = SweepOutcome()
     limit = budget or plan.budget
     while waiting or running:
