@@ -118,6 +118,18 @@ def test_normalize_on_ray_is_the_single_machine_normalize(ray_cluster, corpus, t
     assert json.dumps(many) == json.dumps(one)  # key order included
 
 
+def test_a_folder_of_parts_is_read_as_their_concatenation(ray_cluster, corpus, tmp_path):
+    normalized = run("data", "normalize", corpus, tmp_path / "clean", "--ray", "auto", *SMALL_SHARDS, "-q")
+    assert normalized.exit_code == 0, normalized.stderr
+    whole = tmp_path / "clean.jsonl"
+    whole.write_bytes(cat(tmp_path / "clean"))
+    single = run("data", "dedup", whole, "--pairs", tmp_path / "pairs.jsonl", "-q")
+    on_ray = run("data", "dedup", tmp_path / "clean", "--pairs", tmp_path / "pairs", "--ray", "auto", "-q")
+    assert single.exit_code == 0 and on_ray.exit_code == 0, on_ray.stderr
+    pairs = (tmp_path / "pairs.jsonl").read_bytes()
+    assert pairs.count(b"\n") > 100 and cat(tmp_path / "pairs") == pairs  # line numbers run on across parts
+
+
 def test_split_on_ray_is_the_single_machine_split(ray_cluster, corpus, tmp_path):
     s, r = tmp_path / "s", tmp_path / "r"
     s.mkdir()

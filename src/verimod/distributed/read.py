@@ -13,6 +13,9 @@ gives its rows — but no node holds the whole file:
   (no range boundary can split a character of either: a line end, 0x0A, is never part of a
   multi-byte sequence), else the same one-line error at the same line. Each range is then
   decoded line by line with the codec the single-machine reader would use.
+- **A folder of parts** written by a ``--ray`` command (``part-00000.jsonl`` … and nothing
+  else) is read as their concatenation — the file the single-machine command would have
+  written — line numbers running on across the parts, so commands chain on the cluster.
 - **Parquet** is cut at row-group boundaries; row numbers continue across groups.
 - Any other input (CSV, TSV, JSON, UTF-16 or another codec that cannot be decoded line by
   line, Hugging Face folders) cannot be cut without reading it: one task reads it with the
@@ -31,6 +34,7 @@ import codecs
 import itertools
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -52,10 +56,12 @@ _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 @dataclass(frozen=True)
 class Piece:
-    """One shard to read: bytes [start, stop) of a JSONL file whose first line is number
-    ``first + 1``, or row groups [start, stop) of a Parquet file whose first row is ``first + 1``."""
+    """One shard to read: bytes [start, stop) of the JSONL file ``path`` whose first line is
+    number ``first + 1`` of the input, or row groups [start, stop) of a Parquet file whose first
+    row is ``first + 1``."""
 
     kind: Literal["jsonl", "parquet"]
+    path: str
     start: int
     stop: int
     first: int
@@ -127,11 +133,11 @@ def _read_range(path: str, start: int, stop: int) -> bytes:
         return handle.read(stop - start)
 
 
-def _scan_range(path: str, start: int, stop: int) -> _Scan:
+def _scan_range(path: str, start: int, stop: int, first: bool) -> _Scan:
     """Count the line ends of bytes [start, stop) and test them as UTF-8 (a leading BOM of the
-    file aside) and as GB18030."""
+    input aside: ``first``) and as GB18030."""
     data = _read_range(path, start, stop)
-    skip = 3 if start == 0 and data.startswith(codecs.BOM_UTF8) else 0
+    skip = 3 if first and data.startswith(codecs.BOM_UTF8) else 0
     line, byte = None, 0
     try:
         data[skip:].decode("utf-8")
@@ -215,11 +221,12 @@ def _lines(data: bytes) -> list[bytes]:
 
 
 def _read_jsonl_range(path: str, piece: Piece, codec: str, on_error: OnError) -> tuple[Rows, ShardInfo]:
-    """The records of one byte range, as ``read_lines`` and ``scan_jsonl`` give them."""
+    """The records of one byte range, as ``read_lines`` and ``scan_jsonl`` give them (problems
+    name the input ``path``)."""
     rows: Rows = []
     skipped: list[Problem] = []
     number = piece.first
-    for raw in _lines(_read_range(path, piece.start, piece.stop)):
+    for raw in _lines(_read_range(piece.path, piece.start, piece.stop)):
         number += 1
         if number == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[3:]
@@ -244,10 +251,10 @@ def _read_jsonl_range(path: str, piece: Piece, codec: str, on_error: OnError) ->
 # Parquet and whole-file reading
 
 
-def _read_parquet_groups(path: str, piece: Piece) -> tuple[Rows, ShardInfo]:
+def _read_parquet_groups(piece: Piece) -> tuple[Rows, ShardInfo]:
     import pyarrow.parquet as pq
 
-    table = pq.ParquetFile(path)
+    table = pq.ParquetFile(piece.path)
     rows: Rows = []
     number = piece.first
     for batch in table.iter_batches(batch_size=4096, row_groups=list(range(piece.start, piece.stop))):
@@ -275,7 +282,7 @@ def _parquet_pieces(path: str, shard_bytes: int) -> list[Piece]:
         group_bytes += info.total_byte_size
         group_rows += info.num_rows
         if group_bytes >= shard_bytes or group == metadata.num_row_groups - 1:
-            pieces.append(Piece("parquet", start, group + 1, rows_before))
+            pieces.append(Piece("parquet", path, start, group + 1, rows_before))
             start, rows_before, group_bytes, group_rows = group + 1, rows_before + group_rows, 0, 0
     return pieces
 
@@ -300,21 +307,35 @@ def _slice(rows: Rows, start: int, stop: int) -> Rows:
 # The driver's side
 
 
-def _jsonl_plan(path: str, encoding: str | None, shard_bytes: int) -> tuple[list[Piece], str | None]:
-    """The byte ranges of a JSONL file and the codec to decode their lines with (None: the file
-    must be read whole)."""
-    with _open_binary(path) as handle:  # the single-machine reader's errors for a missing file
-        head = handle.read(4)
-        size = os.fstat(handle.fileno()).st_size
-    cuts = _cuts(path, size, shard_bytes)
-    ranges = list(itertools.pairwise(cuts))
-    scans: list[_Scan] = fetch([submit(_scan_range, path, a, b) for a, b in ranges])
-    codec = _line_codec(path, encoding, scans, head)
+def _jsonl_plan(name: str, files: list[str], encoding: str | None, shard_bytes: int) -> tuple[list[Piece], str | None]:
+    """The byte ranges of JSON Lines ``files`` read as one input, and the codec to decode their
+    lines with (None: the input must be read whole)."""
+    ranges: list[tuple[str, int, int]] = []
+    for k, path in enumerate(files):
+        with _open_binary(path) as handle:  # the single-machine reader's errors for a missing file
+            if k == 0:
+                head = handle.read(4)
+            size = os.fstat(handle.fileno()).st_size
+        ranges += [(path, a, b) for a, b in itertools.pairwise(_cuts(path, size, shard_bytes))]
+    scans: list[_Scan] = fetch([submit(_scan_range, path, a, b, k == 0) for k, (path, a, b) in enumerate(ranges)])
+    codec = _line_codec(name, encoding, scans, head)
     pieces, lines = [], 0
-    for (a, b), scan in zip(ranges, scans, strict=True):
-        pieces.append(Piece("jsonl", a, b, lines))
+    for (path, a, b), scan in zip(ranges, scans, strict=True):
+        pieces.append(Piece("jsonl", path, a, b, lines))
         lines += scan.newlines
     return pieces, codec
+
+
+def parts_of(folder: str) -> list[str] | None:
+    """The ``part-NNNNN.jsonl`` files of a folder written by a ``--ray`` command, in order, when
+    that is all the folder holds (hidden files aside); else None."""
+    path = Path(folder)
+    if not path.is_dir():
+        return None
+    entries = [entry for entry in sorted(path.iterdir()) if not entry.name.startswith(".")]
+    if not entries or not all(re.fullmatch(r"part-\d{5,}\.jsonl", entry.name) for entry in entries):
+        return None
+    return [str(entry) for entry in entries]
 
 
 def read_sharded(
@@ -330,20 +351,19 @@ def read_sharded(
     the empty-input error."""
     name = str(path)
     encoding = None if encoding == "utf-8" else encoding
-    if fmt is None and (name.startswith("hf:") or Path(name).is_dir()):
+    parts = parts_of(name) if fmt in (None, "jsonl") else None
+    if parts is None and fmt is None and (name.startswith("hf:") or Path(name).is_dir()):
         return _whole(name, fmt, encoding, on_error, shard_bytes)
-    kind = fmt or guess_format(name)
+    kind = "jsonl" if parts else fmt or guess_format(name)
     if kind not in FORMATS:
         raise InputError.at(name, None, None, f"unknown format {kind!r}; choose one of {', '.join(FORMATS)}")
     if kind == "jsonl":
-        pieces, codec = _jsonl_plan(name, encoding, shard_bytes)
+        pieces, codec = _jsonl_plan(name, parts or [name], encoding, shard_bytes)
         if codec is None:
             return _whole(name, fmt, encoding, on_error, shard_bytes)
         results = [submit(_read_jsonl_range, name, piece, codec, on_error, num_returns=2) for piece in pieces]
     elif kind == "parquet":
-        results = [
-            submit(_read_parquet_groups, name, piece, num_returns=2) for piece in _parquet_pieces(name, shard_bytes)
-        ]
+        results = [submit(_read_parquet_groups, piece, num_returns=2) for piece in _parquet_pieces(name, shard_bytes)]
     else:
         return _whole(name, fmt, encoding, on_error, shard_bytes)
     infos: list[ShardInfo] = fetch([info for _, info in results])
