@@ -26,18 +26,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from verimod.data.neardup_groups import Members, expand
+from verimod.data.neardup_index import FloatArray, IntArray
 from verimod.distributed.join import BandIndex, RankPairs
-
-IntArray: TypeAlias = npt.NDArray[np.int64]
-FloatArray: TypeAlias = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -68,11 +68,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 from rapidfuzz import fuzz, process
 
 from verimod.data.neardup_bounds import MIN_FILTER_THRESHOLD, check_threshold, max_indel
-from verimod.data.neardup_index import Part, join_part
+from verimod.data.neardup_index import FloatArray, IntArray, Part, join_part
 from verimod.distributed.cluster import cluster_cpus, fetch, returns, submit, submit_parts
 from verimod.distributed.ranking import (
     GlobalRanking,
@@ -88,8 +87,6 @@ from verimod.distributed.ranking import (
     string_buckets,
 )
 
-IntArray: TypeAlias = npt.NDArray[np.int64]
-FloatArray: TypeAlias = npt.NDArray[np.float64]
 #: (a, b, score): pairs of distinct strings by global rank, a < b.
 RankPairs: TypeAlias = tuple[IntArray, IntArray, FloatArray]
 Ref: TypeAlias = Any

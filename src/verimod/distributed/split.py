@@ -25,12 +25,10 @@ from verimod.data.records import Format, OnError
 from verimod.data.split import SplitReport, Stratum, assign_splits, strata_of
 from verimod.distributed.cluster import fetch, returns, submit, submit_parts
 from verimod.distributed.components import TextComponents, copies, text_components, unique_pairs
-from verimod.distributed.dedup import read_texts
+from verimod.distributed.dedup import Stage, read_texts
 from verimod.distributed.join import JoinOutput, JoinSettings, distributed_join
 from verimod.distributed.read import SHARD_BYTES, Rows, ShardedInput, read_sharded
 from verimod.distributed.write import prepare_folder, write_part
-
-Stage = Callable[[str], None]
 
 
 @dataclass(frozen=True)
