@@ -27,6 +27,8 @@ class LocalCluster:
 
     def __init__(self, workers: int, head_cpus: int, dashboard: bool) -> None:
         self.ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'verimod[ray]')")
+        if dashboard:  # the state API the test reads is served by the dashboard: ray[default]
+            pytest.importorskip("aiohttp_cors", reason="Ray's dashboard is not installed (pip install 'verimod[ray]')")
         from ray.cluster_utils import Cluster
 
         self._path = os.environ.get("PYTHONPATH")
