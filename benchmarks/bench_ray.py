@@ -19,9 +19,13 @@ Then, one after the other:
 
 The kept records must be identical (sha256 of the file against the concatenated parts); the
 reports' pairs, dropped texts and candidates too. Last, an estimate for 100M texts on N nodes,
-from the largest measured size: each stage's task-seconds scaled by 100M/n (the join is
-near-linear: candidates grow as n^1.1 at t = 95, ``benchmarks/README.md``) and divided by N, the
-merge (one task) and the driver's reading plan left serial.
+from the largest measured size: the task-seconds of the parallel steps (read, join, write)
+scaled to 100M and divided by N, plus the merge (one task: connected components over the pairs,
+linear in them) scaled by 100M/n. The parallel steps are scaled two ways: linearly (100M/n —
+the candidates grow as n^1.1 at t = 95, ``benchmarks/README.md``, so this is a lower bound), and,
+when two or more sizes ran, by the growth exponent of their task-seconds measured between the
+two largest sizes (log(s₂/s₁)/log(n₂/n₁)) — on a loaded machine that exponent carries the load
+too, so it is an upper bound.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -189,18 +194,31 @@ STAGES = {  # the task kinds of each step, for the estimate
 }  # fmt: skip
 
 
-def estimate(measured: dict[str, Any], n: int, target: int, nodes: list[int]) -> list[str]:
-    """Wall time for ``target`` texts on N nodes from the task-seconds measured at ``n``."""
+def step_seconds(measured: dict[str, Any]) -> tuple[float, float]:
+    """Task-seconds of the parallel steps (read, join, write) and of the merge."""
     busy = measured["task_seconds"]
-    scale = target / n
-    parallel = sum(busy.get(name, 0.0) for key in ("read", "join", "write") for name in STAGES[key]) * scale
-    serial = sum(busy.get(name, 0.0) for name in STAGES["merge"]) * scale
-    lines = [
-        f"estimate for {target:,} texts from n = {n:,}: {parallel:,.0f} task-s in parallel steps, "
-        f"{serial:,.0f} s in the merge (one task)"
-    ]
-    for count in nodes:
-        lines.append(f"  {count:>4} nodes (1 CPU each): about {(parallel / count + serial) / 60:,.1f} min")
+    parallel = sum(busy.get(name, 0.0) for key in ("read", "join", "write") for name in STAGES[key])
+    return parallel, sum(busy.get(name, 0.0) for name in STAGES["merge"])
+
+
+def estimate(results: list[dict[str, Any]], target: int, nodes: list[int]) -> list[str]:
+    """Wall time for ``target`` texts on N nodes from the task-seconds measured (module docstring)."""
+    n = results[-1]["n"]
+    parallel, serial = step_seconds(results[-1]["ray"])
+    merge = serial * target / n
+    scalings = [("linear", 1.0)]
+    if len(results) > 1:
+        n_before = results[-2]["n"]
+        parallel_before, _ = step_seconds(results[-2]["ray"])
+        scalings.append(("measured growth", math.log(parallel / parallel_before) / math.log(n / n_before)))
+    lines = []
+    for name, exponent in scalings:
+        work = parallel * (target / n) ** exponent
+        lines.append(
+            f"estimate for {target:,} texts from n = {n:,}, {name} (task-s as n^{exponent:.2f}): "
+            f"{work:,.0f} task-s in parallel steps, {merge:,.0f} s in the merge (one task)"
+        )
+        lines += [f"  {count:>4} nodes (1 CPU each): about {(work / count + merge) / 60:,.1f} min" for count in nodes]
     return lines
 
 
@@ -234,8 +252,7 @@ def main() -> None:
             row["identical_counts"] = all(single["report"][k] == on_ray["report"][k] for k in same)
         results.append(row)
         print(json.dumps(row, indent=1), flush=True)
-    largest = results[-1]
-    for line in estimate(largest["ray"], largest["n"], 100_000_000, [8, 32, 128]):
+    for line in estimate(results, 100_000_000, [8, 32, 128]):
         print(line)
 
 

@@ -142,7 +142,6 @@ def test_a_worker_killed_mid_sweep_and_its_cell_resumes_on_another_node(cluster,
             time.sleep(0.02)
         node = ray.get(ledger.holder_node.remote(target.cell_id))
         before = set(sample_ids(samples))
-        hits_before = sum(behaviour.hits.values())
         assert node is not None and 30 <= len(before) < len(ITEMS)
         cluster.kill(node)
         worker.join(300)
@@ -156,11 +155,11 @@ def test_a_worker_killed_mid_sweep_and_its_cell_resumes_on_another_node(cluster,
     ids = sample_ids(samples)
     assert sorted(ids) == sorted(r.id for r in ITEMS)  # each sample exactly once
     assert before <= set(ids)
-    # finished samples were not asked again: the killed cell's remainder, plus at most its
-    # requests in flight (max_concurrency) when the node died, plus the second cell's samples
-    resent = hits_before_local - hits_before - len(ITEMS)
-    remaining = len(ITEMS) - len(before)
-    assert remaining <= resent <= remaining + 4
+    # finished samples were not asked again: over both attempts the killed cell asked each
+    # sample once, plus at most its requests in flight (max_concurrency) when the node died (the
+    # second cell asked each of its samples once; a restart from scratch would ask 30 or more again)
+    killed_cell_requests = hits_before_local - len(ITEMS)
+    assert len(ITEMS) <= killed_cell_requests <= len(ITEMS) + 4
     assert [r.cell_id for r in local.results] == [r.cell_id for r in sweep.results]
     for cell in plan.cells:
         ray_scores = RunStore.open(runs_dir / cell.cell_id).scores()
