@@ -21,11 +21,11 @@ The kept records must be identical (sha256 of the file against the concatenated 
 reports' pairs, dropped texts and candidates too. Last, an estimate for 100M texts on N nodes,
 from the largest measured size: the task-seconds of the parallel steps (read, join, write)
 scaled to 100M and divided by N, plus the merge (one task: connected components over the pairs,
-linear in them) scaled by 100M/n. The parallel steps are scaled two ways: linearly (100M/n —
-the candidates grow as n^1.1 at t = 95, ``benchmarks/README.md``, so this is a lower bound), and,
-when two or more sizes ran, by the growth exponent of their task-seconds measured between the
-two largest sizes (log(s₂/s₁)/log(n₂/n₁)) — on a loaded machine that exponent carries the load
-too, so it is an upper bound.
+linear in them) scaled by 100M/n. The parallel steps are scaled two ways: linearly (100M/n: a
+lower bound, as the join's candidates grow faster than n), and, when two or more sizes ran, as
+n^e with e the growth exponent of the candidates between the two largest sizes
+(log(c₂/c₁)/log(n₂/n₁): a count, not a time, so the load of the machine does not enter it; an
+upper bound, as reading and writing are linear).
 """
 
 from __future__ import annotations
@@ -209,8 +209,8 @@ def estimate(results: list[dict[str, Any]], target: int, nodes: list[int]) -> li
     scalings = [("linear", 1.0)]
     if len(results) > 1:
         n_before = results[-2]["n"]
-        parallel_before, _ = step_seconds(results[-2]["ray"])
-        scalings.append(("measured growth", math.log(parallel / parallel_before) / math.log(n / n_before)))
+        candidates = results[-1]["ray"]["report"]["candidates"] / results[-2]["ray"]["report"]["candidates"]
+        scalings.append(("as the candidates grew", math.log(candidates) / math.log(n / n_before)))
     lines = []
     for name, exponent in scalings:
         work = parallel * (target / n) ** exponent
