@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import typer
 from rich.table import Table
 
+from verimod.cli import data_ray
 from verimod.cli.common import QuietOption, bad_input_exits, console
 from verimod.cli.data_options import (
     EncodingOpt,
@@ -33,6 +34,7 @@ from verimod.cli.data_options import (
     load_table,
     texts_of,
 )
+from verimod.cli.data_ray import DEFAULT_SHARD_MB, RayJob, RayOpt, ShardMbOpt
 from verimod.core.errors import InputError, one_line
 from verimod.data.jsonl import write_jsonl
 from verimod.data.neardup import cross_pairs, deduplicate
@@ -111,6 +113,8 @@ def normalize(
     fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
     on_error: OnErrorOpt = "fail",
+    ray_address: RayOpt = None,
+    shard_mb: ShardMbOpt = DEFAULT_SHARD_MB,
     quiet: QuietOption = False,
 ) -> None:
     """Normalise texts (NFKC keeping Chinese punctuation, markup and URLs out, identifiers to
@@ -119,6 +123,9 @@ def normalize(
     labels counted and kept in --conflicts. No length floor unless --min-length is given.
 
     Example: [bold]verimod data normalize raw.csv clean.jsonl --text-field TEXT --rejects rejects.jsonl[/bold]
+
+    On a Ray cluster (OUT and --rejects become folders of parts):
+    [bold]verimod data normalize raw.jsonl clean/ --ray auto --rejects rejects/[/bold]
     """
     from verimod.data.normalize import NormalizeConfig, Normalizer
 
@@ -152,27 +159,32 @@ def normalize(
             normalizer = Normalizer(config, text_field, str(source), label_field or None)
         except (ValueError, ImportError) as exc:
             raise InputError.at(str(config_file or "options"), None, None, one_line(str(exc))) from None
-        loaded = load_table(source, fmt, encoding, on_error)
-        kept: list[tuple[int, dict[str, Any]]] = []
-        removed: list[dict[str, Any]] = []
-        try:
-            for line, row in loaded.rows:
-                record, rejected = normalizer.process(row, line)
-                if rejected is None:
-                    kept.append((line, record))
-                else:
-                    removed.append(
-                        {"line": line, "reason": rejected.reason, "detail": rejected.detail, "record": record}
-                    )
-        except ImportError as exc:  # OpenCC missing: one line, exit 2
-            raise InputError.at("--t2s", None, None, one_line(str(exc))) from None
-        report = normalizer.finish()
-    write_jsonl(out, (record for _, record in kept))
-    if rejects is not None:
-        write_jsonl(rejects, removed)
+        if ray_address is not None:
+            job = RayJob(ray_address, source, fmt, encoding, on_error, shard_mb, quiet)
+            run = data_ray.normalize(job, out, config, text_field, label_field or None, rejects, conflicts is not None)
+            report, found, kept, removed = run.report, run.conflicts, run.kept, run.removed
+            counts = run.sharded.counts()
+        else:
+            loaded = load_table(source, fmt, encoding, on_error)
+            kept, removed = [], []
+            try:
+                for line, row in loaded.rows:
+                    record, rejected = normalizer.process(row, line)
+                    if rejected is None:
+                        kept.append((line, record))
+                    else:
+                        removed.append(
+                            {"line": line, "reason": rejected.reason, "detail": rejected.detail, "record": record}
+                        )
+            except ImportError as exc:  # OpenCC missing: one line, exit 2
+                raise InputError.at("--t2s", None, None, one_line(str(exc))) from None
+            report, found, counts = normalizer.finish(), normalizer.conflicts, loaded.counts()
+            write_jsonl(out, (record for _, record in kept))
+            if rejects is not None:
+                write_jsonl(rejects, removed)
     if conflicts is not None:
-        write_jsonl(conflicts, _conflict_rows(normalizer.conflicts, kept, removed, label_field))
-    emit_report({**report.model_dump(mode="json"), **loaded.counts()}, report_out)
+        write_jsonl(conflicts, _conflict_rows(found, kept, removed, label_field))
+    emit_report({**report.model_dump(mode="json"), **counts}, report_out)
     if not quiet and report_out != "-":
         for text in report.lines():
             console.print(text, highlight=False)
@@ -229,6 +241,8 @@ def dedup(
     fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
     on_error: OnErrorOpt = "fail",
+    ray_address: RayOpt = None,
+    shard_mb: ShardMbOpt = DEFAULT_SHARD_MB,
     quiet: QuietOption = False,
 ) -> None:
     """Exact near-duplicate join: every pair with fuzz.ratio ≥ threshold (the same pairs as
@@ -236,18 +250,26 @@ def dedup(
     component (rule first: the first occurrence; longest: the longest text, ties first).
 
     Example: [bold]verimod data dedup comments.csv --text-field TEXT --threshold 95 --out kept.jsonl[/bold]
+
+    On a Ray cluster (--out and --pairs become folders of parts; --workers: threads per task):
+    [bold]verimod data dedup crawl.jsonl --ray auto --out kept/ --pairs pairs/[/bold]
     """
     with bad_input_exits():
-        loaded = load_table(source, fmt, encoding, on_error)
-        result = deduplicate(texts_of(source, loaded.rows, text_field), threshold, rule=rule, workers=workers)
-    rows = loaded.rows
-    if pairs_out is not None:
-        write_jsonl(pairs_out, _pair_rows(result.pairs, rows, rows))
-    if out is not None:
-        write_jsonl(out, (row for (_, row), keep in zip(rows, result.keep, strict=True) if keep))
-    emit_report({**dataclasses.asdict(result.report), **loaded.counts()}, report_out)
+        if ray_address is not None:
+            job = RayJob(ray_address, source, fmt, encoding, on_error, shard_mb, quiet)
+            run = data_ray.dedup(job, threshold, text_field, rule, out, pairs_out, workers)
+            r, counts = run.report, run.sharded.counts()
+        else:
+            loaded = load_table(source, fmt, encoding, on_error)
+            result = deduplicate(texts_of(source, loaded.rows, text_field), threshold, rule=rule, workers=workers)
+            rows = loaded.rows
+            if pairs_out is not None:
+                write_jsonl(pairs_out, _pair_rows(result.pairs, rows, rows))
+            if out is not None:
+                write_jsonl(out, (row for (_, row), keep in zip(rows, result.keep, strict=True) if keep))
+            r, counts = result.report, loaded.counts()
+    emit_report({**dataclasses.asdict(r), **counts}, report_out)
     if not quiet and report_out != "-":
-        r = result.report
         console.print(
             f"{r.texts} texts ({r.distinct} distinct): {r.pairs} near-duplicate pairs at ≥ {r.threshold:g}, "
             f"{r.components} components, {r.dropped} dropped (rule {r.rule}); "
@@ -295,6 +317,8 @@ def split(
     fmt: FormatOpt = None,
     encoding: EncodingOpt = "auto",
     on_error: OnErrorOpt = "fail",
+    ray_address: RayOpt = None,
+    shard_mb: ShardMbOpt = DEFAULT_SHARD_MB,
     quiet: QuietOption = False,
 ) -> None:
     """Leakage-free stratified split: every near-duplicate component in one split, stratum
@@ -302,25 +326,40 @@ def split(
 
     Example: [bold]verimod data split varm.jsonl --sizes 5600,800,1600 --stratify label,category
     --seed 13 --out-dir splits/[/bold]
+
+    On a Ray cluster (--out and each split of --out-dir become folders of parts):
+    [bold]verimod data split crawl.jsonl --sizes 0.8,0.1,0.1 --ray auto --out-dir splits/[/bold]
     """
     with bad_input_exits():
         size_list, name_list = _split_plan(sizes, names)
-        loaded = load_table(source, fmt, encoding, on_error)
-        texts = texts_of(source, loaded.rows, text_field)
-        try:
-            resolve_sizes(size_list, len(texts))
-        except ValueError as exc:
-            raise InputError.at("--sizes", None, None, f"{exc} in {source}") from None
         fields = [f for f in stratify.split(",") if f]
-        strata = strata_of([r for _, r in loaded.rows], fields)
-        assigned, report = split_records(texts, strata, size_list, name_list, seed, threshold, tolerance, fields)
-    records = [{**row, "split": name} for (_, row), name in zip(loaded.rows, assigned, strict=True)]
-    if out is not None:
-        write_jsonl(out, records)
-    if out_dir is not None:
-        for name in name_list:
-            write_jsonl(out_dir / f"{name}.jsonl", (r for r in records if r["split"] == name))
-    emit_report({**report.model_dump(), **loaded.counts()}, report_out)
+
+        def counts_for(n: int) -> list[int]:
+            try:
+                return resolve_sizes(size_list, n)
+            except ValueError as exc:
+                raise InputError.at("--sizes", None, None, f"{exc} in {source}") from None
+
+        if ray_address is not None:
+            job = RayJob(ray_address, source, fmt, encoding, on_error, shard_mb, quiet)
+            run = data_ray.split(
+                job, name_list, fields, seed, threshold, tolerance, text_field, out, out_dir, counts_for
+            )
+            report, counts = run.report, run.sharded.counts()
+        else:
+            loaded = load_table(source, fmt, encoding, on_error)
+            texts = texts_of(source, loaded.rows, text_field)
+            counts_for(len(texts))
+            strata = strata_of([r for _, r in loaded.rows], fields)
+            assigned, report = split_records(texts, strata, size_list, name_list, seed, threshold, tolerance, fields)
+            records = [{**row, "split": name} for (_, row), name in zip(loaded.rows, assigned, strict=True)]
+            if out is not None:
+                write_jsonl(out, records)
+            if out_dir is not None:
+                for name in name_list:
+                    write_jsonl(out_dir / f"{name}.jsonl", (r for r in records if r["split"] == name))
+            counts = loaded.counts()
+    emit_report({**report.model_dump(), **counts}, report_out)
     if not quiet and report_out != "-":
         table = Table(title=f"split of {source.name} (seed {seed}, components at ≥ {threshold:g}; % per stratum)")
         table.add_column("stratum")

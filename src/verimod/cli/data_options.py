@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from verimod.core.errors import InputError, one_line
+from verimod.core.errors import InputError, Problem, one_line
 from verimod.data.jsonl import write_json
 from verimod.data.records import FORMATS, Format, OnError, read_table
 
@@ -90,13 +90,16 @@ def load_table(path: Path, fmt: Format | None, encoding: str, on_error: OnError)
     data record is an :class:`InputError` (the empty-input rule)."""
     table = read_table(path, fmt, None if encoding == "utf-8" else encoding, on_error)
     stream = table.stream
-    for problem in stream.skipped:
-        typer.echo(f"skipped: {one_line(str(problem))}", err=True)
-    if stream.skipped:
-        typer.echo(
-            f"skipped {len(stream.skipped)} malformed record(s) of {path} ({stream.skipped_lines} line(s))", err=True
-        )
+    echo_skipped(path, stream.skipped, stream.skipped_lines)
     return Loaded(table.rows, len(stream.skipped), stream.skipped_lines)
+
+
+def echo_skipped(path: Path, skipped: Sequence[Problem], skipped_lines: int) -> None:
+    """Each skipped record's problem on stderr, then how many records and lines were skipped."""
+    for problem in skipped:
+        typer.echo(f"skipped: {one_line(str(problem))}", err=True)
+    if skipped:
+        typer.echo(f"skipped {len(skipped)} malformed record(s) of {path} ({skipped_lines} line(s))", err=True)
 
 
 def texts_of(path: Path, rows: Sequence[tuple[int, dict[str, Any]]], field: str) -> list[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -17,6 +18,10 @@ from verimod.core.runs import RunStore
 from verimod.report.run_table import FORMATS, render_runs
 from verimod.report.tables import percent
 from verimod.sweep.cell import CellResult, SweepCell
+
+if TYPE_CHECKING:
+    from verimod.sweep.runner import SweepOutcome
+    from verimod.sweep.spec import SweepPlan
 
 
 def _show_plan(states: list[tuple[SweepCell, str]]) -> None:
@@ -44,6 +49,16 @@ def sweep(
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"Table-1 output: {' | '.join(FORMATS)}.")] = "table",
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write the HTML report of the cells.")] = True,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the report's 95% CIs.")] = 1000,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run the cells on a Ray cluster (pip install 'verimod[ray]'), one task per cell: auto, "
+            "HOST:PORT, ray://HOST:10001 or local; the runs folder must be on storage every node mounts.",
+            rich_help_panel="Ray",
+        ),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Run a sweep: models × settings × data × constraints (× adapters) from one YAML file, each
@@ -53,6 +68,9 @@ def sweep(
     and one HTML report (runs_dir/report.html).
 
     Example: [bold]verimod sweep table1.yaml --budget 4[/bold]
+
+    On a Ray cluster (a cell whose node dies resumes on another):
+    [bold]verimod sweep table1.yaml --ray auto --budget 16[/bold]
     """
     from verimod.sweep.runner import cell_state, run_sweep, select_cells
     from verimod.sweep.spec import load_sweep
@@ -98,7 +116,12 @@ def sweep(
 
     try:
         with bad_input_exits():
-            outcome = run_sweep(plan, cells, budget=budget, use_cache=not no_cache, on_start=on_start, on_done=on_done)
+            if ray_address is None:
+                outcome = run_sweep(
+                    plan, cells, budget=budget, use_cache=not no_cache, on_start=on_start, on_done=on_done
+                )
+            else:
+                outcome = _run_on_ray(ray_address, sweep_file, plan, cells, budget, not no_cache, on_start, on_done)
     except KeyboardInterrupt:
         # every finished sample is on disk (flushed line by line): stop now, as a kill would
         err_console.print(f"interrupted; resume with: verimod sweep {sweep_file}", highlight=False)
@@ -107,6 +130,27 @@ def sweep(
     if outcome.failures:
         typer.echo(f"error: {len(outcome.failures)} cell(s) failed; fix the cause and rerun the sweep", err=True)
         raise typer.Exit(1)
+
+
+def _run_on_ray(
+    address: str,
+    sweep_file: Path,
+    plan: SweepPlan,
+    cells: list[SweepCell],
+    budget: int | None,
+    use_cache: bool,
+    on_start: Callable[[SweepCell], None],
+    on_done: Callable[[SweepCell, CellResult | None, str | None], None],
+) -> SweepOutcome:
+    """The cells as Ray tasks (:mod:`verimod.distributed.sweep`), after checking that every node
+    runs this verimod and sees the sweep file and the runs folder."""
+    from verimod.cli.data_ray import cluster_errors_exit
+    from verimod.distributed.cluster import check_nodes, ray_session
+    from verimod.distributed.sweep import run_sweep_on_ray
+
+    with cluster_errors_exit(), ray_session(address):
+        check_nodes([sweep_file], [plan.runs_dir])
+        return run_sweep_on_ray(plan, cells, budget=budget, use_cache=use_cache, on_start=on_start, on_done=on_done)
 
 
 def _summarise(

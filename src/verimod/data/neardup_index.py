@@ -126,7 +126,7 @@ class _Candidates:
 
 
 @dataclass(frozen=True)
-class _Part:
+class Part:
     """One prefix index and the pairs it is responsible for: total lengths in [low, high]. Per
     entry (in index order): its string's ``length`` and its ``budget`` = T(string) − position,
     the most grams a pair found through it can share from there on (Lemma 5)."""
@@ -139,7 +139,7 @@ class _Part:
     budget: Ints
 
     @classmethod
-    def of(cls, index: PrefixIndex, lengths: IntArray, q: int, table: IntArray, low: int, high: int) -> _Part:
+    def of(cls, index: PrefixIndex, lengths: IntArray, q: int, table: IntArray, low: int, high: int) -> Part:
         own = np.take(lengths.astype(np.int32), index.string)
         budget = np.take(token_counts(lengths, q).astype(np.int32), index.string) - index.position
         return cls(index, table, low, high, own, budget)
@@ -157,7 +157,7 @@ def _count_filter(signature: Signatures, found: _Candidates, table: IntArray) ->
     return keep
 
 
-def _scan_ranges(part: _Part, lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
+def _scan_ranges(part: Part, lengths: IntArray, threshold: float) -> tuple[IntArray, IntArray]:
     """For each entry, the first entry of its gram in a later string, and how many entries it
     scans from there (Lemma 1 and Lemma 5 bounds, and the part's largest total length); computed
     in slices of SCAN_SLICE entries to bound the temporary arrays."""
@@ -179,7 +179,7 @@ def _scan_ranges(part: _Part, lengths: IntArray, threshold: float) -> tuple[IntA
     return begin, counts
 
 
-def _chunk_candidates(part: _Part, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray) -> _Candidates:
+def _chunk_candidates(part: Part, indel: IntArray, probes: IntArray, begin: IntArray, counts: IntArray) -> _Candidates:
     """Step 1 for one chunk of probe entries: candidate pairs (a, b), a < b, that pass Lemma 5's
     position and offset tests and lie in the part's range of total lengths (a pair sharing
     several prefix grams may occur several times)."""
@@ -211,7 +211,7 @@ def _distinct(found: _Candidates, lengths: IntArray) -> _Candidates:
     return _Candidates(a, b, np.take(lengths, a) + np.take(lengths, b))
 
 
-def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple[list[_Part], IntArray, Signatures]:
+def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple[list[Part], IntArray, Signatures]:
     """The prefix indexes of the join (see the module docstring, Lemma 4 of :mod:`.neardup_bounds`):
     characters for pairs of total length below L_2, bigrams from L_2 on. Also the character
     overlap table and the character signature of every string (the count filter of every pair)."""
@@ -220,16 +220,16 @@ def _parts(strings: Sequence[str], lengths: IntArray, threshold: float) -> tuple
     bigram_table = overlap_table(longest, threshold, 2)
     split = first_guaranteed_total(bigram_table)  # L_2; pairs with m + n ≥ L_2 share a bigram
     short = int(np.searchsorted(lengths, split - 1, side="right"))  # strings that fit a pair below L_2
-    parts: list[_Part] = []
+    parts: list[Part] = []
     char_signature: Signatures | None = None
     if short >= 2:
         index = build_prefix_index(strings[:short], lengths[:short], threshold, 1, char_table)
-        parts.append(_Part.of(index, lengths, 1, char_table, 0, split - 1))
+        parts.append(Part.of(index, lengths, 1, char_table, 0, split - 1))
         if short == len(strings):
             char_signature = index.signature
     if split <= 2 * longest:
         index = build_prefix_index(strings, lengths, threshold, 2, bigram_table)
-        parts.append(_Part.of(index, lengths, 2, bigram_table, split, 2 * longest))
+        parts.append(Part.of(index, lengths, 2, bigram_table, split, 2 * longest))
     if char_signature is None:
         char_signature = char_signatures(strings, lengths)
     return parts, char_table, char_signature
@@ -248,34 +248,55 @@ def filtered_pairs(
     at least :data:`~verimod.data.neardup_bounds.MIN_FILTER_THRESHOLD`. ``mask`` drops candidate
     pairs before verification (the cross join keeps only pairs across its two sides).
     """
-    count = len(strings)
     parts, char_table, char_signature = _parts(strings, lengths, threshold)
-    char_coarse = coarsen(char_signature)
-    objects = np.empty(count, dtype=object)
+    indel = max_indel(np.arange(2 * int(lengths[-1]) + 1, dtype=np.int64), threshold)
+    found = [
+        join_part(part, strings, lengths, threshold, char_table, char_signature, indel, workers, mask) for part in parts
+    ]
+    return _collect(
+        [chunk for chunks, _, _ in found for chunk in chunks], sum(f[1] for f in found), sum(f[2] for f in found)
+    )
+
+
+def join_part(
+    part: Part,
+    strings: Sequence[str],
+    lengths: IntArray,
+    threshold: float,
+    char_table: IntArray,
+    char_signature: Signatures,
+    indel: IntArray,
+    workers: int = 1,
+    mask: PairMask | None = None,
+) -> tuple[list[tuple[IntArray, IntArray, FloatArray]], int, int]:
+    """Steps 1–3 for one part: the accepted pairs (ranks a < b, RapidFuzz score) chunk by chunk,
+    and the numbers of candidates and of pairs compared. ``char_table`` and ``char_signature`` are
+    the character count filter of every pair, ``indel`` is D(L) for L = 0 … 2·longest. The
+    distributed join calls it for the index of one bucket of gram values."""
+    objects = np.empty(len(strings), dtype=object)
     objects[:] = list(strings)
+    char_coarse = coarsen(char_signature)
     found_parts: list[tuple[IntArray, IntArray, FloatArray]] = []
     candidates = compared = 0
-    indel = max_indel(np.arange(2 * int(lengths[-1]) + 1, dtype=np.int64), threshold)
-    for part in parts:
-        begin, counts = _scan_ranges(part, lengths, threshold)
-        probes = np.flatnonzero(counts)
-        probes = probes[np.argsort(part.index.string[probes], kind="stable")]  # a probe string's repeats together
-        begin, counts = begin[probes], counts[probes]
-        for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
-            found = _chunk_candidates(part, indel, probes[lo:hi], begin[lo:hi], counts[lo:hi])
-            if mask is not None:
-                found = found.select(mask(found.a, found.b))
-            candidates += len(found.a)
-            found = found.select(_count_filter(char_coarse, found, char_table))
-            found = found.select(_count_filter(char_signature, found, char_table))
-            if part.table is not char_table:
-                found = found.select(_count_filter(part.index.signature, found, part.table))
-            found = _distinct(found, lengths)
-            compared += len(found.a)
-            score = _verify(objects, found.a, found.b, threshold, workers)
-            hit = score > 0  # RapidFuzz's cutoff test passed (t > 0 here, so an accepted score is > 0)
-            found_parts.append((found.a[hit], found.b[hit], score[hit]))
-    return _collect(found_parts, candidates, compared)
+    begin, counts = _scan_ranges(part, lengths, threshold)
+    probes = np.flatnonzero(counts)
+    probes = probes[np.argsort(part.index.string[probes], kind="stable")]  # a probe string's repeats together
+    begin, counts = begin[probes], counts[probes]
+    for lo, hi in _chunks(counts, CHUNK_CANDIDATES):
+        found = _chunk_candidates(part, indel, probes[lo:hi], begin[lo:hi], counts[lo:hi])
+        if mask is not None:
+            found = found.select(mask(found.a, found.b))
+        candidates += len(found.a)
+        found = found.select(_count_filter(char_coarse, found, char_table))
+        found = found.select(_count_filter(char_signature, found, char_table))
+        if part.table is not char_table:
+            found = found.select(_count_filter(part.index.signature, found, part.table))
+        found = _distinct(found, lengths)
+        compared += len(found.a)
+        score = _verify(objects, found.a, found.b, threshold, workers)
+        hit = score > 0  # RapidFuzz's cutoff test passed (t > 0 here, so an accepted score is > 0)
+        found_parts.append((found.a[hit], found.b[hit], score[hit]))
+    return found_parts, candidates, compared
 
 
 def all_pairs(strings: Sequence[str], threshold: float, workers: int = 1, mask: PairMask | None = None) -> UniquePairs:

@@ -237,17 +237,24 @@ class Normalizer:
                     self.report.spam_patterns[name] = self.report.spam_patterns.get(name, 0) + 1
                 return "spam", f"{'+'.join(names)} (score {score})"
         if config.drop_duplicates:
-            key = text_key(text)
-            first = self._seen.get(key)
-            if first is None:
-                self._seen[key] = (self._where, label)
-                return None
-            kept_line, kept_label = first
-            if label is None or kept_label == label:  # nothing is lost with this copy
-                return "duplicate", f"same text as record {kept_line}"
-            self._conflict(DuplicateConflict(kept_line, self._where, kept_label, label))
-            return "duplicate", f"same text as record {kept_line}, another label ({kept_label!r} kept, {label!r} here)"
+            return self.duplicate_verdict(text_key(text), label, self._where)
         return None
+
+    def duplicate_verdict(self, key: bytes, label: Any, where: int) -> tuple[RemovalReason, str] | None:
+        """The duplicate filter alone: None for the first record with this text ``key``
+        (:func:`~verimod.data.normalize_filters.text_key`), which is remembered as kept at
+        ``where``; ``("duplicate", detail)`` for a later one, counted as a conflict when its
+        ``label`` differs from the kept copy's. Call it in record order, for records that passed
+        every earlier filter (the distributed normalize calls it per text key)."""
+        first = self._seen.get(key)
+        if first is None:
+            self._seen[key] = (where, label)
+            return None
+        kept_line, kept_label = first
+        if label is None or kept_label == label:  # nothing is lost with this copy
+            return "duplicate", f"same text as record {kept_line}"
+        self._conflict(DuplicateConflict(kept_line, where, kept_label, label))
+        return "duplicate", f"same text as record {kept_line}, another label ({kept_label!r} kept, {label!r} here)"
 
     def _conflict(self, conflict: DuplicateConflict) -> None:
         if conflict.kept_line not in self._conflicted:

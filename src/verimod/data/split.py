@@ -149,8 +149,27 @@ def split_records(
     if len(names) != len(sizes) or len(set(names)) != len(names):
         raise ValueError("give one distinct name per split size")
     counts = resolve_sizes(sizes, n)
-    rng = random.Random(seed)
     members = components(n, [*near_duplicate_pairs(texts, threshold), *_group_links(groups)])
+    return assign_splits(members, strata, counts, names, seed, threshold, tolerance_pp, stratify)
+
+
+def assign_splits(
+    members: list[list[int]],
+    strata: Sequence[Stratum],
+    counts: list[int],
+    names: Sequence[str],
+    seed: int = 0,
+    threshold: float = 95.0,
+    tolerance_pp: float = 1.0,
+    stratify: Sequence[str] = (),
+) -> tuple[list[str], SplitReport]:
+    """Steps 2–4 of the module docstring for records whose units are known: ``members`` are the
+    multi-member units as :func:`~verimod.data.neardup.components` returns them (each sorted,
+    ordered by smallest member), ``counts`` the split sizes as counts (:func:`resolve_sizes`).
+    :func:`split_records` is this after the join; the distributed split calls it with the
+    components of its distributed join, so both place records identically for the same seed."""
+    n = len(strata)
+    rng = random.Random(seed)
     in_group = {i for group in members for i in group}
     singletons = [i for i in range(n) if i not in in_group]
     stratum_counts = Counter(strata)

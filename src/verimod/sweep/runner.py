@@ -88,6 +88,16 @@ def write_state(plan: SweepPlan) -> None:
     )
 
 
+def attempt_cell(cell: SweepCell, runs_dir: str, sweep: str, use_cache: bool) -> tuple[CellResult | None, str | None]:
+    """:func:`run_cell`, with a failure of the cell (bad data, a backend that cannot load, a
+    changed cell) returned as one line instead of raised — what every runner reports."""
+    try:
+        return run_cell(cell, runs_dir, sweep, use_cache), None
+    except (InputError, MissingExtraError, RuntimeError, OSError, ValueError) as exc:
+        message = str(exc.problem) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        return None, " ".join(message.split())
+
+
 def run_sweep(
     plan: SweepPlan,
     cells: Sequence[SweepCell],
@@ -106,12 +116,7 @@ def run_sweep(
     def work(cell: SweepCell) -> tuple[CellResult | None, str | None]:
         if on_start is not None:
             on_start(cell)
-        result, failure = None, None
-        try:
-            result = run_cell(cell, plan.runs_dir, plan.name, use_cache)
-        except (InputError, MissingExtraError, RuntimeError, OSError, ValueError) as exc:
-            message = str(exc.problem) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
-            failure = " ".join(message.split())
+        result, failure = attempt_cell(cell, plan.runs_dir, plan.name, use_cache)
         if on_done is not None:
             on_done(cell, result, failure)
         return result, failure
