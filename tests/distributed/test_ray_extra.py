@@ -35,7 +35,7 @@ def test_ray_without_the_extra_is_one_line_and_exit_2(no_ray, tmp_path, command)
     args = [a.format(src=src, out=tmp_path / "out", sweep=sweep) for a in command]
     result = run(*args, "--ray", "auto")
     assert result.exit_code == 2
-    assert result.stderr == 'error: --ray needs Ray: pip install "verimod[ray]"\n'
+    assert result.stderr == 'error: --ray needs Ray: pip install ".[ray]" in the verimod folder\n'
     assert not (tmp_path / "out").exists()
     plain = run(*args) if command[0] == "data" else None  # the command itself works without Ray
     assert plain is None or plain.exit_code == 0, plain.stderr

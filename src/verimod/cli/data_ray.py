@@ -39,7 +39,7 @@ RayOpt = Annotated[
     typer.Option(
         "--ray",
         metavar="ADDRESS",
-        help="Run on a Ray cluster (pip install 'verimod[ray]'): auto, HOST:PORT, ray://HOST:10001, or local; "
+        help="Run on a Ray cluster (the ray extra): auto, HOST:PORT, ray://HOST:10001, or local; "
         "record outputs become folders of JSONL parts (same bytes once concatenated).",
         rich_help_panel="Ray",
     ),

@@ -54,7 +54,7 @@ def sweep(
         typer.Option(
             "--ray",
             metavar="ADDRESS",
-            help="Run the cells on a Ray cluster (pip install 'verimod[ray]'), one task per cell: auto, "
+            help="Run the cells on a Ray cluster (the ray extra), one task per cell: auto, "
             "HOST:PORT, ray://HOST:10001 or local; the runs folder must be on storage every node mounts.",
             rich_help_panel="Ray",
         ),

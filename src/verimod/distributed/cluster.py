@@ -7,7 +7,7 @@ Addresses (``--ray ADDRESS``):
 - ``HOST:PORT`` (the head's GCS port, 6379 by default) or ``ray://HOST:10001`` (Ray Client);
 - ``local``: a Ray instance started for this command on this machine, stopped at its end.
 
-Every node must import the same verimod version (``pip install "verimod[ray]"`` on each) and
+Every node must import the same verimod version (``pip install ".[ray]"`` on each) and
 see the command's input and output paths at the same place (shared storage):
 :func:`check_nodes` runs one small task on every live node and turns the first node that does
 not into a one-line error before any work starts.
@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from verimod.core.errors import InputError, MissingExtraError, one_line
+from verimod.core.errors import InputError, MissingExtraError, install_hint, one_line
 
 #: How often Ray re-runs a task whose worker or node died before giving up.
 TASK_RETRIES = 4
@@ -46,7 +46,7 @@ def require_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
-        raise MissingExtraError('--ray needs Ray: pip install "verimod[ray]"') from None
+        raise MissingExtraError(f"--ray needs Ray: {install_hint('ray')}") from None
     return ray
 
 

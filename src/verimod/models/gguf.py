@@ -1,6 +1,6 @@
 """``gguf:<path>`` — a local GGUF model run in-process with llama-cpp-python.
 
-Install with ``pip install 'verimod[local]'``. The chat template is the one stored in the
+Install with ``pip install ".[local]"``. The chat template is the one stored in the
 GGUF file (llama-cpp-python's ``create_chat_completion`` applies it; a file without one gets
 llama-cpp-python's guess from the model's metadata).
 

@@ -1,6 +1,6 @@
 """``hf:<path-or-hub-id>`` — a Hugging Face transformers causal LM run in-process.
 
-Install with ``pip install 'verimod[hf]'`` after a torch build that suits the machine
+Install with ``pip install ".[hf]"`` after a torch build that suits the machine
 (CPU: ``pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu``).
 
 Loading: an existing local folder (or a name starting with ``/``, ``.`` or ``~``) is loaded
