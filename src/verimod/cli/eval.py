@@ -174,6 +174,14 @@ def eval_command(
         str | None, typer.Option(help="Structured output: a regular expression (server support needed).")
     ] = None,
     extra_body: Annotated[str | None, typer.Option(help="Extra request-body fields (JSON or @file).")] = None,
+    constrain: Annotated[
+        str,
+        typer.Option(
+            help="Constrained decoding: none, or anchors (the model can only write free text with the six "
+            "anchors in order and admissible values; gguf: GBNF, hf: token mask, openai: the server's "
+            "structured-output field)."
+        ),
+    ] = "none",
     max_concurrency: Annotated[int | None, typer.Option(help="Requests in flight at most [default: 32].")] = None,
     timeout: Annotated[
         float | None,
@@ -216,6 +224,8 @@ def eval_command(
 
     Example: [bold]verimod eval --model openai:qwen2.5-7b-instruct --base-url http://localhost:8000/v1
     --setting taxonomy --data test.jsonl --limit 200[/bold]
+
+    Constrained: [bold]verimod eval --model gguf:qwen2.5-0.5b-instruct-q4_k_m.gguf --constrain anchors[/bold]
     """
     with bad_input_exits():
         if resume is not None:
@@ -236,6 +246,7 @@ def eval_command(
                     train=train,
                     limit=limit,
                     disputed=disputed,
+                    constrain=constrain,
                     encoding=encoding,
                     params=GenerationParams(
                         temperature=temperature,

@@ -13,7 +13,10 @@ Generation: ``temperature`` 0 is greedy decoding; ``temperature`` > 0 samples wi
 ``top_p`` (default 1.0), ``top_k`` disabled and ``min_p`` 0 (so only temperature and top-p
 shape the distribution), seeded with ``seed``. ``extra_body`` may set ``top_k``, ``min_p``,
 ``typical_p``, ``repeat_penalty``, ``presence_penalty`` and ``frequency_penalty``.
-Structured output: a JSON schema is enforced with a grammar; a regular expression is refused
+Structured output: a JSON schema is enforced with a grammar; a
+:class:`~verimod.models.grammar.TextGrammar` (``--constrain anchors``) with llama.cpp's own
+grammar sampler, given the grammar's GBNF rendering (checked once per grammar: a GBNF llama.cpp
+cannot parse is a ``client`` error, never a crash); a regular expression is refused
 (``BackendError("client", ...)``). Every request starts from an empty KV cache, so its output
 does not depend on the requests before it.
 
@@ -41,6 +44,7 @@ from verimod.models._local import (
     require_module,
 )
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
+from verimod.models.grammar import TextGrammar
 from verimod.models.registry import backends
 
 #: ``n_ctx`` when ``context_size`` is not given.
@@ -89,6 +93,8 @@ class GgufBackend(ModelBackend):
         self.n_ctx = options.context_size or DEFAULT_CONTEXT_SIZE
         self._runner = SerialRunner(self.prefix)
         self._sha256: str | None = None
+        self._llama_cpp = llama_cpp
+        self._grammars: dict[TextGrammar, Any] = {}
         try:
             self._llm: Any = stoppable_llama(llama_cpp, self._runner.checkpoint)(
                 model_path=str(self.path),
@@ -138,7 +144,27 @@ class GgufBackend(ModelBackend):
                 raise BackendError("client", "the gguf backend does not support regex-constrained output")
             if structured.json_schema is not None:
                 kwargs["response_format"] = {"type": "json_object", "schema": structured.json_schema}
+            if structured.grammar is not None:
+                kwargs["grammar"] = self._llama_grammar(structured.grammar)
         return kwargs
+
+    def _llama_grammar(self, grammar: TextGrammar) -> Any:
+        """The ``LlamaGrammar`` of ``grammar`` (its GBNF), after checking once that llama.cpp
+        parses it: llama-cpp-python hands the text to llama.cpp unchecked, and a grammar sampler
+        that failed to build would crash the process."""
+        found = self._grammars.get(grammar)
+        if found is None:
+            if self._llm is None:
+                raise BackendError("client", "gguf: the backend is closed")
+            gbnf = grammar.gbnf()
+            llama_cpp = self._llama_cpp
+            vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
+            sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
+            if not sampler:
+                raise BackendError("client", f"gguf: llama.cpp cannot parse the GBNF of grammar {grammar.name}")
+            llama_cpp.llama_sampler_free(sampler)
+            found = self._grammars[grammar] = llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
+        return found
 
     def _complete(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The blocking call: a fresh KV cache, then one chat completion."""
