@@ -83,7 +83,7 @@ def _run(
             await backend.aclose()
 
     try:
-        with RunProgress(len(requests), f"{store.manifest.model} · {store.manifest.setting}", quiet) as progress:
+        with RunProgress(len(requests), f"{store.manifest.model} · {store.manifest.setting_label}", quiet) as progress:
             asyncio.run(send(progress))
     except KeyboardInterrupt:
         store.manifest.status = "interrupted"
@@ -303,7 +303,7 @@ def eval_command(
         else:
             Path(json_out).write_text(text + "\n", encoding="utf-8")
     if not quiet and json_out != "-":
-        console.print(varm_scores_table(scores, title=f"{manifest.model_label} · {manifest.setting}"))
+        console.print(varm_scores_table(scores, title=f"{manifest.model_label} · {manifest.setting_label}"))
         console.print(f"status {manifest.status}; run directory: {store.directory}", highlight=False)
     if manifest.status == "failed":
         typer.echo(

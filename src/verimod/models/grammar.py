@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Annotated, Literal as TypingLiteral
+from typing import Annotated
+from typing import Literal as TypingLiteral
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -287,7 +288,8 @@ def _gbnf_node(node: Node) -> str:
     if isinstance(node, Alt):
         return "(" + " | ".join(_gbnf_node(item) for item in node.items) + ")"
     inner = node.item
-    single = isinstance(inner, Ref | OneOf | Alt | Literal) or (isinstance(inner, Chars) and inner.min_count == 1 == inner.max_count)
+    one_char = isinstance(inner, Chars) and inner.min_count == 1 == inner.max_count
+    single = one_char or isinstance(inner, Ref | OneOf | Alt | Literal)
     body = _gbnf_node(inner) if single else f"({_gbnf_node(inner)})"
     return body + _quantifier(node.min_count, node.max_count)
 

