@@ -6,7 +6,10 @@ default engine) and by llama.cpp's own GBNF sampler (``gbnf``, with ``--gbnf``),
 item by item so that load on a shared machine falls on all alike. Printed per item and in total:
 seconds, completion tokens, seconds per completion token, finish reason, whether the output
 parses; then the ratios constrained / unconstrained (seconds per item — the issue's target is
-≤ 1.5× — and seconds per token, which removes the difference in output length).
+≤ 1.5× — and seconds per token, which removes the difference in output length). The time spent
+inside the llguidance mask itself (computing the allowed tokens and masking the logits) is
+measured apart, per generated token: on a machine whose load drifts during the run it is the
+steadier figure of the constraint's own cost.
 
 Needs the test-models extra (see tests/models/local_model.py) or ``--model gguf:PATH``.
 
@@ -27,8 +30,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from verimod.models import BackendOptions, ModelResponse, create_backend
 from verimod.models.base import GenerationParams
+from verimod.models.token_mask import TokenMask
 from verimod.tasks.varm.evaluate import EvalSettings, prepare_run
 from verimod.tasks.varm.parser import parse_rationale
+
+#: seconds spent inside TokenMask calls, and their count
+MASK_TIME = [0.0, 0]
+
+
+def _timed_masks() -> None:
+    """Make every TokenMask call add its duration to :data:`MASK_TIME`."""
+    original = TokenMask.__call__
+
+    def timed(self: TokenMask, sequence: object, logits: object) -> object:
+        start = time.perf_counter()
+        try:
+            return original(self, sequence, logits)  # type: ignore[arg-type]
+        finally:
+            MASK_TIME[0] += time.perf_counter() - start
+            MASK_TIME[1] += 1
+
+    TokenMask.__call__ = timed  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -45,6 +67,7 @@ def main() -> None:
         from tests.models.local_model import gguf_or_skip
 
         model = f"gguf:{gguf_or_skip()}"
+    _timed_masks()
     backend = create_backend(model, BackendOptions(threads=args.threads))
     params = GenerationParams(temperature=0.0, max_tokens=args.max_tokens)
     runs = {
@@ -84,6 +107,10 @@ def main() -> None:
             f"{tokens / len(rows):.0f} tokens/item, "
             f"{seconds / max(tokens, 1):.3f} s/token, parsed {parsed}/{len(rows)}"
         )
+    mask_s, calls = MASK_TIME
+    decode = summary["llguidance"][1]
+    print(f"llguidance mask: {1000 * mask_s / max(calls, 1):.2f} ms per call over {calls} calls "
+          f"({100 * mask_s / max(calls, 1) / decode:.2f} % of the constrained seconds per token)")  # fmt: skip
     for mode in modes[1:]:
         print(
             f"{mode} / none: {summary[mode][0] / summary['none'][0]:.2f}x per item, "

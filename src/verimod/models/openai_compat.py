@@ -212,12 +212,7 @@ class OpenAICompatibleBackend(ModelBackend):
             raise BackendError("timeout", f"{url}: no answer within {self._timeout.total} s") from None
         except aiohttp.ClientError as exc:
             raise BackendError("connection", f"{url}: {type(exc).__name__}: {exc}") from None
-        if status != 200:
-            raise _status_error(url, status, raw, None)
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
+        return _json_answer(url, status, raw, None)
 
     async def _post_json(self, index: int, url: str, body: dict[str, Any]) -> Any:
         """POST ``body`` to ``url`` (replica ``index``) and decode the JSON answer; HTTP and
@@ -237,12 +232,7 @@ class OpenAICompatibleBackend(ModelBackend):
             raise BackendError("bad_response", f"{url}: {type(exc).__name__}: {exc}") from None
         finally:
             self._in_flight[index] -= 1
-        if status != 200:
-            raise _status_error(url, status, raw, retry_after)
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
+        return _json_answer(url, status, raw, retry_after)
 
     async def logprob_protocol(self, index: int = 0) -> logprobs.Protocol:
         """How replica ``index`` gives token log-probabilities (detected on first use, then
@@ -277,6 +267,17 @@ class OpenAICompatibleBackend(ModelBackend):
         if self._session is not None and not self._session.closed:
             await self._session.close()
             await asyncio.sleep(0)
+
+
+def _json_answer(url: str, status: int, body: bytes, retry_after: float | None) -> Any:
+    """The decoded JSON of a 200 answer; otherwise the status's :class:`BackendError`, or
+    ``bad_response`` for a body that is not JSON."""
+    if status != 200:
+        raise _status_error(url, status, body, retry_after)
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
 
 
 def _status_error(url: str, status: int, body: bytes, retry_after: float | None) -> BackendError:
