@@ -13,7 +13,13 @@ steadier figure of the constraint's own cost.
 
 Needs the test-models extra (see tests/models/local_model.py) or ``--model gguf:PATH``.
 
-    python benchmarks/bench_constrain.py [--n 4] [--setting zero-shot] [--max-tokens 256]
+    python benchmarks/bench_constrain.py [--n 4] [--setting zero-shot] [--max-tokens 256] [--gbnf]
+    python benchmarks/bench_constrain.py --mask-only [--n 200]
+
+``--mask-only`` runs no model: it feeds the reference rationales of the first n items, tokenised
+with the GGUF vocabulary, through the llguidance mask token by token (as generation would) and
+prints the mask's milliseconds per token — the constraint's own cost, to set beside a decoding
+step of the model.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import asyncio
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -53,6 +60,43 @@ def _timed_masks() -> None:
     TokenMask.__call__ = timed  # type: ignore[method-assign]
 
 
+def mask_only(path: str, n: int) -> None:
+    """Time the llguidance mask alone over the tokens of n reference rationales."""
+    import llama_cpp
+    import numpy as np
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    from verimod.models.token_mask import llguidance_grammar
+    from verimod.tasks.varm.bundled import load_bundled
+    from verimod.tasks.varm.grammar import structured_output
+
+    llm = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    ends = [t for t in range(llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        tokenizer = lltokenizer_from_vocab(vocab, eos_token=ends)
+    structured = structured_output("anchors")
+    assert structured is not None
+    grammar = llguidance_grammar(structured, "bench")
+    print(f"vocabulary and grammar prepared once per backend: {time.perf_counter() - start:.2f} s")
+    texts = [r.cot for r in load_bundled("varm-open", "test")[:n] if r.cot]
+    logits = np.zeros(llm.n_vocab(), dtype=np.float32)
+    steps, seconds = 0, 0.0
+    for text in texts:
+        tokens = [*llm.tokenize(text.encode("utf-8"), add_bos=False, special=False), ends[0]]
+        mask = TokenMask(tokenizer, grammar, llm.n_vocab())
+        for k in range(len(tokens)):
+            logits[:] = 0.0
+            begin = time.perf_counter()
+            mask([0, *tokens[:k]], logits)  # the first call sees the one prompt token
+            seconds += time.perf_counter() - begin
+            steps += 1
+            assert logits[tokens[k]] == 0.0, (text, k)  # the reference token is allowed
+    print(f"{len(texts)} rationales, {steps} tokens: {1000 * seconds / steps:.2f} ms of mask per token")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="a gguf: or hf: spec [default: the 0.5B GGUF test model]")
@@ -61,12 +105,16 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--gbnf", action="store_true", help="also time llama.cpp's GBNF sampler (slow)")
+    parser.add_argument("--mask-only", action="store_true", help="time the llguidance mask alone, no model")
     args = parser.parse_args()
     model = args.model
     if model is None:
         from tests.models.local_model import gguf_or_skip
 
         model = f"gguf:{gguf_or_skip()}"
+    if args.mask_only:
+        mask_only(model.removeprefix("gguf:"), args.n)
+        return
     _timed_masks()
     backend = create_backend(model, BackendOptions(threads=args.threads))
     params = GenerationParams(temperature=0.0, max_tokens=args.max_tokens)

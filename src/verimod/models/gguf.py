@@ -34,6 +34,7 @@ frees the model only after the running generation has returned.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -182,7 +183,9 @@ class GgufBackend(ModelBackend):
             llama_cpp = self._llama_cpp
             vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
             ends = [t for t in range(self._llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
-            self._mask_tokenizer = lltokenizer_from_vocab(vocab, eos_token=ends)
+            with warnings.catch_warnings():  # it calls a llama_cpp function deprecated once per token
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._mask_tokenizer = lltokenizer_from_vocab(vocab, eos_token=ends)
         return TokenMask(self._mask_tokenizer, compiled, self._llm.n_vocab())
 
     def _llama_grammar(self, grammar: TextGrammar) -> Any:
