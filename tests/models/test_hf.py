@@ -172,6 +172,14 @@ def test_an_output_cut_by_max_tokens_under_the_mask_reports_length(tiny_bytes: H
     assert not parse_rationale(response.text or "").ok
 
 
+def test_an_invalid_regex_fails_alone_with_a_one_line_client_error(tiny_bytes: HfBackend) -> None:
+    bad = request(structured=StructuredOutput(regex="(unclosed"), sample_id="bad", max_tokens=2)
+    results = asyncio.run(tiny_bytes.generate_batch([bad, request(max_tokens=2)]))
+    assert isinstance(results[0], BackendError) and results[0].kind == "client"
+    assert "not a valid constraint" in str(results[0]) and "\n" not in str(results[0])
+    assert ok(results[1]).completion_tokens == 2
+
+
 def test_a_tokenizer_llguidance_cannot_read_is_a_clear_client_error(tmp_path: Path) -> None:
     from tests.train.tiny_model import build_tiny_model
 

@@ -56,10 +56,10 @@ def llguidance_grammar(structured: StructuredOutput, purpose: str) -> str:
         else:
             raise BackendError("client", f"{purpose}: no schema, regex or grammar given")
     except (ValueError, RuntimeError) as exc:
-        raise BackendError("client", f"{purpose}: not a valid constraint: {str(exc)[:300]}") from None
+        raise BackendError("client", f"{purpose}: not a valid constraint: {_one_line(str(exc))}") from None
     error = matcher.validate_grammar(text)
     if error:
-        raise BackendError("client", f"{purpose}: {what} is not a valid constraint: {error[:300]}")
+        raise BackendError("client", f"{purpose}: {what} is not a valid constraint: {_one_line(error)}")
     return str(text)
 
 
@@ -81,9 +81,14 @@ def check_readable(mask_tokenizer: Any, tokenizer: Any, what: str) -> None:
         )
 
 
+def _one_line(text: str) -> str:
+    """``text``'s whitespace runs (line breaks included) as single spaces, cut at 300 characters."""
+    return " ".join(text.split())[:300]
+
+
 def _first_line(matcher: Any) -> str:
     """The first line of the matcher's error (llguidance appends a multi-line parser state)."""
-    return str(matcher.get_error()).strip().split("\n", 1)[0][:300]
+    return _one_line(str(matcher.get_error()).strip().split("\n", 1)[0])
 
 
 class TokenMask:
