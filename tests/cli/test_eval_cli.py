@@ -390,3 +390,50 @@ def test_repeats_sample_each_item_with_its_own_seed_and_give_the_spread(cli, tmp
     assert [(x["id"], x["repeat"]) for x in items] == [(r.id, k) for r in TEST for k in range(3)]
     assert json.loads(cli("score", "--run", run, "--json", "-").stdout)["jrem"] == 1.0
     assert table.exit_code == 0 and "over 3 repeats" in table.stdout and "66.67" in table.stdout
+
+
+def test_constrain_anchors_is_sent_recorded_in_the_manifest_and_keyed_in_the_cache(cli, tmp_path, data):
+    from verimod.tasks.varm.grammar import GRAMMAR_NAME, anchor_grammar
+
+    answers = {message: r.cot for r, message in zip(TEST, user_messages().values(), strict=True)}
+    cut_message = next(iter(answers))
+    answers[cut_message] = answers[cut_message][:15]  # this one is cut at the token limit
+    behaviour = FakeOpenAI(answers=answers, owned_by="vllm", version="0.11.0", finish_reasons={cut_message: "length"})
+    with FakeOpenAIServer(behaviour) as server:
+        common = ["eval", "--model", "openai:m", "--base-url", server.base_url, "--data", data, "--quiet",
+                  "--runs-dir", tmp_path / "runs", "--json", "-"]  # fmt: skip
+        assert cli(*common).exit_code == 0
+        assert sum(behaviour.hits.values()) == len(TEST)
+        constrained = cli(*common, "--constrain", "anchors")
+        assert constrained.exit_code == 0, constrained.stderr
+        assert sum(behaviour.hits.values()) == 2 * len(TEST)  # the constraint is in the cache key
+        assert cli(*common, "--constrain", "anchors").exit_code == 0
+        assert sum(behaviour.hits.values()) == 2 * len(TEST)  # the same constraint: all from the cache
+    plain_bodies, constrained_bodies = behaviour.bodies[: len(TEST)], behaviour.bodies[len(TEST) :]
+    assert not any("structured_outputs" in b for b in plain_bodies)
+    assert all(b["structured_outputs"] == {"regex": anchor_grammar().regex()} for b in constrained_bodies)
+    scores = json.loads(constrained.stdout)
+    assert scores["error_classes"] == {"truncated": 1} and scores["n_truncated"] == 1
+    assert scores["n_parsed"] == len(TEST) - 1
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert not runs[0].name.endswith("-anchors") and runs[1].name.endswith("-anchors")
+    manifest = json.loads((runs[1] / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["constrain"] == "anchors"
+    assert manifest["params"]["structured"]["grammar"]["name"] == GRAMMAR_NAME
+    assert json.loads((runs[0] / "manifest.json").read_text(encoding="utf-8"))["constrain"] == "none"
+    samples = [json.loads(x) for x in (runs[1] / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(x["finish_reason"] for x in samples) == ["length"] + ["stop"] * (len(TEST) - 1)
+    listing = cli("runs", "list", "--runs-dir", tmp_path / "runs", "--format", "json")
+    assert listing.exit_code == 0, listing.stderr
+    settings = sorted(row["setting"] for row in json.loads(listing.stdout))
+    assert settings == ["zero-shot", "zero-shot +anchors", "zero-shot +anchors"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--constrain", "json"], "anchors"), (["--constrain", "anchors", "--regex", "a"], "--regex")],
+)
+def test_bad_constrain_options_are_one_line_input_errors(cli, tmp_path, data, extra, message):
+    result = cli("eval", "--model", "baseline", "--data", data, "--runs-dir", tmp_path / "runs", *extra)
+    assert result.exit_code == 2 and message in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -5,6 +5,9 @@ optional latency, and injected faults consumed one per attempt: ``429`` (with Re
 ``500``, ``503``, ``timeout`` (answers after the client gave up), ``drop`` (closes the
 connection without answering), ``malformed`` (200 with a body that is not JSON), ``empty``
 (200 with no choices). It counts requests per key and records the request bodies and Authorization headers seen.
+``GET /v1/models`` names the models' owner (``owned_by``: ``vllm``, ``sglang``, ``llamacpp`` …)
+and ``GET /version`` a server version, each 404 when not set; ``finish_reasons`` scripts the
+finish reason of an answer (default ``stop``).
 
 Fault injection for serving conditions (each replica of a fleet is its own server):
 ``fault_rates`` draws a fault for every attempt that has no scripted one, with the given
@@ -130,7 +133,14 @@ class FakeOpenAI:
         retry_after_on: tuple[str, ...] = ("429",),
         responder: Callable[[dict[str, Any]], str] | None = None,
         record: bool = True,
+        owned_by: str | None = None,
+        version: str | None = None,
+        finish_reasons: dict[str, str] | None = None,
     ) -> None:
+        self.owned_by = owned_by  # GET /v1/models answers with this owner (None: 404)
+        self.version = version  # GET /version answers with this version (None: 404)
+        self.finish_reasons = finish_reasons or {}  # user message → finish_reason (default "stop")
+        self.gets: list[str] = []
         self.logprob_modes = frozenset(logprob_modes)
         self.lm = ToyLM(vocabulary)
         self.requests: list[tuple[str, dict[str, Any]]] = []
@@ -206,7 +216,7 @@ class FakeOpenAI:
         choice: dict[str, Any] = {
             "index": 0,
             "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
+            "finish_reason": self.finish_reasons.get(user, "stop"),
         }
         if body.get("logprobs") is True:
             choice["logprobs"] = {"content": self._chat_logprobs(text, int(body.get("top_logprobs") or 0))}
@@ -355,8 +365,23 @@ class FakeOpenAI:
             payload["completion_probabilities"] = [row]
         return web.json_response(payload)
 
+    async def list_models(self, request: web.Request) -> web.StreamResponse:
+        self.gets.append(request.path)
+        if self.owned_by is None:
+            return web.Response(status=404, text="not found")
+        model = {"id": "served-model", "object": "model", "owned_by": self.owned_by}
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def server_version(self, request: web.Request) -> web.StreamResponse:
+        self.gets.append(request.path)
+        if self.version is None:
+            return web.Response(status=404, text="not found")
+        return web.json_response({"version": self.version})
+
     def app(self) -> web.Application:
         application = web.Application(client_max_size=64 * 1024 * 1024)
+        application.router.add_get("/v1/models", self.list_models)
+        application.router.add_get("/version", self.server_version)
         application.router.add_post("/v1/chat/completions", self.handle)
         application.router.add_post("/v1/completions", self.completions)
         application.router.add_post("/tokenize", self.tokenize)

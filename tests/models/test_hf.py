@@ -127,6 +127,72 @@ def test_unknown_hub_id_offline_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
     assert "\n" not in str(caught.value)
 
 
+# -- fast: the anchor grammar's token mask on a tiny random model ---------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_bytes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HfBackend]:
+    """A one-layer random Qwen2 with a byte-level tokenizer (tests/train/tiny_model.py)."""
+    from tests.train.tiny_model import build_tiny_model
+
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny-bytes") / "model", tokens="bytes")
+    created = create_backend(f"hf:{folder}", BackendOptions(threads=1, batch_size=4))
+    assert isinstance(created, HfBackend)
+    yield created
+    asyncio.run(created.aclose())
+
+
+def anchors_request(sample_id: str, **params: object) -> ModelRequest:
+    from verimod.tasks.varm.grammar import structured_output
+
+    settings: dict[str, object] = {"temperature": 1.0, "max_tokens": 3000, "structured": structured_output("anchors")}
+    return request("评论：你好", sample_id=sample_id, **{**settings, **params})
+
+
+def test_a_random_model_under_the_anchor_mask_writes_parseable_records(tiny_bytes: HfBackend) -> None:
+    """Sampling at temperature 1 from random weights: without the mask nothing parses; with it
+    (two rows of one batch, each its own matcher) every output is in the grammar and parses."""
+    from verimod.tasks.varm.grammar import anchor_grammar
+    from verimod.tasks.varm.parser import parse_rationale
+
+    free = ok(asyncio.run(tiny_bytes.generate(anchors_request("free", structured=None, max_tokens=200, seed=1))))
+    assert not parse_rationale(free.text or "").ok
+    results = asyncio.run(tiny_bytes.generate_batch([anchors_request(f"s{i}", seed=i) for i in range(2)]))
+    for response in map(ok, results):
+        assert response.finish_reason == "stop", response
+        assert anchor_grammar().matches(response.text or ""), response.text
+        assert parse_rationale(response.text or "").ok
+
+
+def test_an_output_cut_by_max_tokens_under_the_mask_reports_length(tiny_bytes: HfBackend) -> None:
+    from verimod.tasks.varm.parser import parse_rationale
+
+    response = ok(asyncio.run(tiny_bytes.generate(anchors_request("cut", seed=3, max_tokens=12))))
+    assert response.finish_reason == "length" and response.completion_tokens == 12
+    assert not parse_rationale(response.text or "").ok
+
+
+def test_an_invalid_regex_fails_alone_with_a_one_line_client_error(tiny_bytes: HfBackend) -> None:
+    bad = request(structured=StructuredOutput(regex="(unclosed"), sample_id="bad", max_tokens=2)
+    results = asyncio.run(tiny_bytes.generate_batch([bad, request(max_tokens=2)]))
+    assert isinstance(results[0], BackendError) and results[0].kind == "client"
+    assert "not a valid constraint" in str(results[0]) and "\n" not in str(results[0])
+    assert ok(results[1]).completion_tokens == 2
+
+
+def test_a_tokenizer_llguidance_cannot_read_is_a_clear_client_error(tmp_path: Path) -> None:
+    from tests.train.tiny_model import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "model", tokens="chars")  # word-level: one token per character
+    backend = create_backend(f"hf:{folder}", BackendOptions(threads=1))
+    try:
+        results = asyncio.run(backend.generate_batch([anchors_request("s1")]))
+    finally:
+        asyncio.run(backend.aclose())
+    assert isinstance(results[0], BackendError) and results[0].kind == "client"
+    assert "cannot read the tokenizer" in str(results[0]) and "\n" not in str(results[0])
+
+
 # -- slow: the real model -------------------------------------------------------------------
 
 
@@ -174,7 +240,7 @@ def test_outputs_are_cut_at_the_first_stop_string(backend: HfBackend) -> None:
 
 @pytest.mark.slow
 def test_invalid_requests_fail_alone(backend: HfBackend) -> None:
-    structured = request(structured=StructuredOutput(json_schema={"type": "object"}), sample_id="bad")
+    structured = request(structured=StructuredOutput(regex="(unclosed"), sample_id="bad")
     results = asyncio.run(backend.generate_batch([structured, request(max_tokens=4)]))
     assert isinstance(results[0], BackendError) and results[0].kind == "client"
     assert ok(results[1]).text

@@ -148,6 +148,7 @@ def test_request_body_maps_every_parameter():
             structured=structured,
             extra_body={"top_k": 5, "temperature": 0.1},
         ),
+        "vllm-legacy",
     )
     assert body["messages"] == [{"role": "user", "content": "x"}]
     assert body["top_p"] == 0.9 and body["max_tokens"] == 7 and body["seed"] == 3 and body["stop"] == ["。"]
@@ -168,3 +169,92 @@ def test_refusal_field_is_the_text_and_retry_after_forms():
     assert parse_completion({"choices": [{"message": {"content": None, "refusal": "不能回答"}}]}).text == "不能回答"
     assert _retry_after("2") == 2.0 and _retry_after(None) is None and _retry_after("soon") is None
     assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+
+
+# -- structured output: the anchor grammar (--constrain anchors) -------------------------------
+
+ANCHORED = (
+    "骂[T: 外地人]群体[TY: group]点名[T: explicit]攻击[S: attack_or_endorse]判[L: harmful]归[C: region_ethnicity]"
+)
+
+
+def _anchors_request(text="评论", **params):
+    from verimod.tasks.varm.grammar import structured_output
+
+    return req(text, structured=structured_output("anchors"), max_tokens=64, **params)
+
+
+@pytest.mark.parametrize(
+    ("owned_by", "version", "field"),
+    [
+        ("vllm", "0.11.0", "structured_outputs"),
+        ("vllm", None, "structured_outputs"),
+        ("vllm", "0.10.1", "guided_regex"),
+        ("sglang", None, "regex"),
+        ("llamacpp", None, "grammar"),
+    ],
+)
+def test_the_anchor_grammar_goes_in_the_field_of_the_server_answering(owned_by, version, field):
+    from verimod.tasks.varm.grammar import anchor_grammar
+
+    grammar = anchor_grammar()
+    behaviour = FakeOpenAI(answers={"评论": ANCHORED}, owned_by=owned_by, version=version)
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:m", BackendOptions(base_urls=(server.base_url,)))
+        outcomes, _ = run_all(backend, [_anchors_request(), _anchors_request(sample_id="again")])
+    assert [o.response.text for o in outcomes] == [ANCHORED, ANCHORED]
+    expected = {
+        "structured_outputs": {"regex": grammar.regex()},
+        "guided_regex": grammar.regex(),
+        "regex": grammar.regex(),
+        "grammar": grammar.gbnf(),
+    }[field]
+    for body in behaviour.bodies:
+        assert body[field] == expected
+        others = {"structured_outputs", "guided_regex", "regex", "grammar", "response_format"} - {field}
+        assert not others & set(body)
+    # the dialect is detected once per replica, not per request
+    assert behaviour.gets.count("/v1/models") == 1
+    assert behaviour.gets.count("/version") == (1 if owned_by == "vllm" else 0)
+
+
+@pytest.mark.parametrize("owned_by", [None, "openai", "ollama"])
+def test_a_server_that_cannot_be_asked_for_the_grammar_is_refused_before_any_completion(owned_by):
+    behaviour = FakeOpenAI(answers={"评论": ANCHORED}, owned_by=owned_by)
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:m", BackendOptions(base_urls=(server.base_url,)))
+        outcomes, _ = run_all(backend, [_anchors_request()])
+    error = outcomes[0].error
+    assert error is not None and error.kind == "client" and not error.retryable
+    assert "--constrain none" in str(error) and "\n" not in str(error)
+    assert behaviour.bodies == []  # nothing was generated unconstrained
+
+
+def test_an_answer_outside_the_grammar_is_refused_as_an_ignored_constraint():
+    behaviour = FakeOpenAI(answers={"评论": "这条评论有害。"}, owned_by="vllm", version="0.12.0")
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:m", BackendOptions(base_urls=(server.base_url,)))
+        outcomes, _ = run_all(backend, [_anchors_request()])
+    error = outcomes[0].error
+    assert error is not None and error.kind == "client" and "did not honour" in str(error)
+    assert behaviour.bodies[0]["structured_outputs"]["regex"]
+
+
+def test_an_answer_cut_at_the_token_limit_is_kept_with_its_finish_reason():
+    cut = ANCHORED[:20]
+    behaviour = FakeOpenAI(answers={"评论": cut}, owned_by="sglang", finish_reasons={"评论": "length"})
+    with FakeOpenAIServer(behaviour) as server:
+        backend = create_backend("openai:m", BackendOptions(base_urls=(server.base_url,)))
+        outcomes, _ = run_all(backend, [_anchors_request()])
+    response = outcomes[0].response
+    assert response.text == cut and response.finish_reason == "length"
+
+
+def test_a_plain_regex_cannot_go_to_a_llama_cpp_server_and_unknown_dialects_are_refused():
+    with pytest.raises(BackendError, match="GBNF grammars only") as caught:
+        request_body("m", req("x", structured=StructuredOutput(regex="a+")), "llama.cpp")
+    assert caught.value.kind == "client"
+    with pytest.raises(BackendError, match="--constrain none"):
+        request_body("m", _anchors_request())  # no dialect known: refused, not sent unconstrained
+    schema_only = request_body("m", req("x", structured=StructuredOutput(json_schema={"type": "object"})))
+    assert schema_only["response_format"]["type"] == "json_schema"  # every server reads it: no dialect needed

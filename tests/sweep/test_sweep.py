@@ -63,6 +63,7 @@ BAD_FILES = [
     ("models: [baseline]\ndata:\n  - source: a.jsonl\n    limt: 3\n", 4, "data[0].limt", "unknown field"),
     ("models:\n  - opnai:qwen\n", 2, "models[0].model", "unknown model backend 'opnai'"),
     ("models: [baseline]\nconstraints:\n  - none\n  - name: json\n", 4, "constraints[1]", "needs a json_schema"),
+    ("models: [baseline]\nconstraints:\n  - {name: anchors, regex: a}\n", 3, "constraints[0]", "takes no json_schema"),
     ("models: [baseline]\ngeneration:\n  temprature: 1\n", 3, "generation.temprature", "unknown field"),
     ("settings: [zero-shot]\n", 1, "models", "missing required field"),
     ("models: [baseline\nsettings: x\n", 2, None, "not valid YAML"),
@@ -289,3 +290,15 @@ def test_a_killed_sweep_resumes_without_repeating_finished_samples(folder):
     half = len(same_scores) // 2
     assert same_scores[:half] == same_scores[half:]  # the resumed sweep scores as an uninterrupted one
     assert json.loads(resumed.stdout) == json.loads(uninterrupted.stdout)  # and prints the same Table-1
+
+
+def test_the_anchor_constraint_makes_constrained_cells(folder):
+    from verimod.tasks.varm.evaluate import constrained_params
+    from verimod.tasks.varm.grammar import structured_output
+
+    path = sweep_file(folder, "models: [baseline]\nsettings: [zero-shot]\nconstraints: [none, anchors]\n")
+    plain, anchored = load_sweep(path).cells
+    assert anchored.cell_id == plain.cell_id + "__anchors"
+    assert (plain.settings.constrain, anchored.settings.constrain) == ("none", "anchors")
+    assert constrained_params(anchored.settings).structured == structured_output("anchors")
+    assert plain.fingerprint != anchored.fingerprint

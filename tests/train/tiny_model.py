@@ -29,20 +29,32 @@ def write_prompt(folder: Path, prompt: dict[str, str] = PROMPT, name: str = "pro
     return path
 
 
-def build_tiny_model(folder: Path) -> Path:
-    """Write the tiny model and tokenizer to ``folder`` (skips without the train extra)."""
+def build_tiny_model(folder: Path, tokens: str = "chars") -> Path:
+    """Write the tiny model and tokenizer to ``folder`` (skips without the train extra).
+
+    ``tokens="chars"``: one word-level token per character of the starter set and prompts;
+    ``tokens="bytes"``: a byte-level BPE tokenizer without merges (one token per UTF-8 byte, as
+    GPT-2 / Qwen tokenizers spell bytes), which any text can be written in and which token-mask
+    engines such as llguidance read like a real model's."""
     torch = pytest.importorskip("torch", reason="CoT-SFT tests need the train extra: pip install -e '.[train]'")
     transformers = pytest.importorskip("transformers", reason="CoT-SFT tests need the train extra")
     tokenizers = pytest.importorskip("tokenizers", reason="CoT-SFT tests need the train extra")
     pytest.importorskip("peft", reason="CoT-SFT tests need the train extra")
-    texts = [json.dumps(PROMPT, ensure_ascii=False), json.dumps(OTHER_PROMPT, ensure_ascii=False), CHAT_TEMPLATE]
-    for split in ("train", "dev", "test"):
-        texts += [f"{r.text}{r.cot or ''}{r.context or ''}" for r in load_starter(split)]
-    chars = sorted(set("".join(texts)) | set("\n assistantusersystem"))
-    vocab = {token: k for k, token in enumerate([*SPECIALS, *chars])}
-    model = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
-    model.pre_tokenizer = tokenizers.pre_tokenizers.Split(tokenizers.Regex(r"[\s\S]"), "isolated")
-    model.decoder = tokenizers.decoders.Fuse()
+    if tokens == "bytes":
+        alphabet = sorted(tokenizers.pre_tokenizers.ByteLevel.alphabet())
+        vocab = {token: k for k, token in enumerate([*alphabet, *SPECIALS])}
+        model = tokenizers.Tokenizer(tokenizers.models.BPE(vocab, [], unk_token=None))
+        model.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        model.decoder = tokenizers.decoders.ByteLevel()
+    else:
+        texts = [json.dumps(PROMPT, ensure_ascii=False), json.dumps(OTHER_PROMPT, ensure_ascii=False), CHAT_TEMPLATE]
+        for split in ("train", "dev", "test"):
+            texts += [f"{r.text}{r.cot or ''}{r.context or ''}" for r in load_starter(split)]
+        chars = sorted(set("".join(texts)) | set("\n assistantusersystem"))
+        vocab = {token: k for k, token in enumerate([*SPECIALS, *chars])}
+        model = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<unk>"))
+        model.pre_tokenizer = tokenizers.pre_tokenizers.Split(tokenizers.Regex(r"[\s\S]"), "isolated")
+        model.decoder = tokenizers.decoders.Fuse()
     model.add_special_tokens(list(SPECIALS))
     tokenizer = transformers.PreTrainedTokenizerFast(
         tokenizer_object=model, unk_token="<unk>", pad_token="<pad>", eos_token="<|im_end|>",

@@ -154,7 +154,7 @@ def _run(
                 await backend.aclose()
 
     try:
-        with RunProgress(len(requests), f"{store.manifest.model} · {store.manifest.setting}", quiet) as progress:
+        with RunProgress(len(requests), f"{store.manifest.model} · {store.manifest.setting_label}", quiet) as progress:
             try:
                 asyncio.run(send(progress))
             except asyncio.CancelledError:
@@ -277,6 +277,14 @@ def eval_command(
         str | None, typer.Option(help="Structured output: a regular expression (server support needed).")
     ] = None,
     extra_body: Annotated[str | None, typer.Option(help="Extra request-body fields (JSON or @file).")] = None,
+    constrain: Annotated[
+        str,
+        typer.Option(
+            help="Constrained decoding: none, or anchors (the model can only write free text with the six "
+            "anchors in order and admissible values; gguf: GBNF, hf: token mask, openai: the server's "
+            "structured-output field)."
+        ),
+    ] = "none",
     max_concurrency: Annotated[int | None, typer.Option(help="Requests in flight at most [default: 32].")] = None,
     timeout: Annotated[
         float | None,
@@ -332,6 +340,8 @@ def eval_command(
     Exit codes: 0 every sample answered; 1 every sample failed; 2 bad input, or the run is in use by
     another process; 3 some samples failed (scored as wrong, scores written); 130 Ctrl-C, 143 SIGTERM
     (the run is interrupted and resumable).
+
+    Constrained: [bold]verimod eval --model gguf:qwen2.5-0.5b-instruct-q4_k_m.gguf --constrain anchors[/bold]
     """
     with _sigterm_as_interrupt():
         try:
@@ -353,6 +363,7 @@ def eval_command(
                         limit=limit,
                         repeats=repeats,
                         disputed=disputed,
+                        constrain=constrain,
                         encoding=encoding,
                         temperature=temperature,
                         top_p=top_p,
@@ -414,6 +425,7 @@ def _settings(
     limit: int | None,
     repeats: int,
     disputed: str,
+    constrain: str,
     encoding: str | None,
     temperature: float,
     top_p: float | None,
@@ -452,6 +464,7 @@ def _settings(
             limit=limit,
             repeats=repeats,
             disputed=disputed,  # type: ignore[arg-type]  # checked by the model
+            constrain=constrain,
             encoding=encoding,
             params=GenerationParams(
                 temperature=temperature,
@@ -504,7 +517,7 @@ def _report(
         else:
             Path(json_out).write_text(text + "\n", encoding="utf-8")
     if not quiet and json_out != "-":
-        title = f"{manifest.model_label} · {manifest.setting}" + (" · repeat 0" if repeats else "")
+        title = f"{manifest.model_label} · {manifest.setting_label}" + (" · repeat 0" if repeats else "")
         console.print(varm_scores_table(scores, title=title))
         if repeats:
             console.print(_repeats_table(repeats))

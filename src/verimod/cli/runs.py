@@ -46,7 +46,7 @@ def run_rows(stores: list[RunStore]) -> list[dict[str, Any]]:
                 "run": manifest.run_id,
                 "short": shorts[folder].get(store.directory.name, store.directory.name),
                 "model": manifest.model_label,
-                "setting": manifest.setting,
+                "setting": manifest.setting_label,
                 "status": store.shown_status(),
                 "scores": store.scores(),
             }
@@ -111,7 +111,7 @@ def show_run(
     table = Table(show_header=False, title=f"run {manifest.run_id}")
     for key, value in [
         ("model", manifest.model_label),
-        ("setting", f"{manifest.setting} ({manifest.shots} shots)" if manifest.shots else manifest.setting),
+        ("setting", f"{manifest.setting_label} ({manifest.shots} shots)" if manifest.shots else manifest.setting_label),
         ("prompt", f"{manifest.prompt.get('version')} {str(manifest.prompt.get('sha256'))[:12]}"),
         (
             "data",
@@ -174,7 +174,10 @@ def compare_runs(
         ci = "n/a" if d.low is None else f"{percent(d.low)} – {percent(d.high)}"
         p = "n/a" if d.p_value is None else (f"< {2 / bootstrap:.3f}" if d.p_value == 0 else f"{d.p_value:.3f}")
         table.add_row(d.metric, percent(d.a), percent(d.b), percent(d.difference), ci, p)
-    console.print(f"A = {a.run_id} ({a.model}, {a.setting})\nB = {b.run_id} ({b.model}, {b.setting})", highlight=False)
+    console.print(
+        f"A = {a.run_id} ({a.model_label}, {a.setting_label})\nB = {b.run_id} ({b.model_label}, {b.setting_label})",
+        highlight=False,
+    )
     console.print(table)
     m = comparison.mcnemar
     console.print(

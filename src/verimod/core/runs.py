@@ -103,6 +103,7 @@ class SampleRecord(BaseModel):
     latency_s: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish_reason: str | None = None  # as the backend reported it ("stop", "length" …)
     cache_hit: bool = False
     attempts: int = 0
     finished_at: str = Field(default_factory=now)
@@ -136,6 +137,7 @@ class RunManifest(BaseModel):
     data: dict[str, Any]
     limit: int | None = None
     repeats: int = Field(1, ge=1)  # samples per item (temperature > 0)
+    constrain: str = "none"  # constrained decoding: none | anchors (the grammar is in params.structured)
     shots: int = 0
     examples: list[str] = Field(default_factory=list)
     verimod_version: str
@@ -149,6 +151,12 @@ class RunManifest(BaseModel):
     engine_phases: list[dict[str, Any]] = Field(default_factory=list)  # EngineStats.summary() per phase
     # Where a run made outside `verimod eval` came from (e.g. an imported inspect_ai log).
     provenance: dict[str, Any] | None = None
+
+    @property
+    def setting_label(self) -> str:
+        """The prompt setting, with the decoding constraint when there is one (``zero-shot +anchors``),
+        so constrained and unconstrained runs are told apart in tables."""
+        return self.setting if self.constrain == "none" else f"{self.setting} +{self.constrain}"
 
     @property
     def model_label(self) -> str:

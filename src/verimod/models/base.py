@@ -23,7 +23,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from verimod.models.grammar import TextGrammar
 
 Role = Literal["system", "user", "assistant"]
 ErrorKind = Literal["rate_limited", "server", "timeout", "connection", "bad_response", "client", "model"]
@@ -40,12 +42,21 @@ class ChatMessage(BaseModel):
 
 
 class StructuredOutput(BaseModel):
-    """Constrained decoding, where the server supports it: a JSON schema or a regular expression."""
+    """Constrained decoding, where the backend supports it: a JSON schema, a regular expression,
+    or a :class:`~verimod.models.grammar.TextGrammar` (which each backend renders its own way;
+    it excludes the other two)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     json_schema: dict[str, Any] | None = None
     regex: str | None = None
+    grammar: TextGrammar | None = None
+
+    @model_validator(mode="after")
+    def _grammar_alone(self) -> StructuredOutput:
+        if self.grammar is not None and (self.json_schema is not None or self.regex is not None):
+            raise ValueError("a grammar constraint cannot be combined with a JSON schema or a regex")
+        return self
 
 
 class GenerationParams(BaseModel):

@@ -13,9 +13,16 @@ Generation: ``temperature`` 0 is greedy decoding; ``temperature`` > 0 samples wi
 ``top_p`` (default 1.0), ``top_k`` disabled and ``min_p`` 0 (so only temperature and top-p
 shape the distribution), seeded with ``seed``. ``extra_body`` may set ``top_k``, ``min_p``,
 ``typical_p``, ``repeat_penalty``, ``presence_penalty`` and ``frequency_penalty``.
-Structured output: a JSON schema is enforced with a grammar; a regular expression is refused
-(``BackendError("client", ...)``). Every request starts from an empty KV cache, so its output
-does not depend on the requests before it.
+Structured output: a JSON schema is enforced with a grammar; a
+:class:`~verimod.models.grammar.TextGrammar` (``--constrain anchors``) with a precompiled token
+mask (:mod:`verimod.models.token_mask`, llguidance over the GGUF file's own vocabulary) applied
+through llama-cpp-python's logits-processor hook, one mask per request. Without llguidance, or
+with ``grammar_engine = "gbnf"``, llama.cpp's own grammar sampler takes the grammar's GBNF
+rendering instead (checked once per grammar: a GBNF llama.cpp cannot parse is a ``client``
+error, never a crash); both enforce the same language, but llama.cpp's sampler costs about
+3× an unconstrained decoding step on the VARM grammar (``benchmarks/bench_constrain.py``). A
+regular expression is refused (``BackendError("client", ...)``). Every request starts from an
+empty KV cache, so its output does not depend on the requests before it.
 
 Requests run one at a time in a worker thread (``batch_size = 1``, ``max_concurrency = 1``):
 one model instance is not thread-safe. The engine never times them out (``in_process``): a
@@ -27,9 +34,10 @@ frees the model only after the running generation has returned.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from verimod.core.hashing import file_sha256
 from verimod.models._local import (
@@ -40,8 +48,17 @@ from verimod.models._local import (
     package_version,
     require_module,
 )
-from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
+from verimod.models.base import (
+    BackendError,
+    BackendOptions,
+    ModelBackend,
+    ModelRequest,
+    ModelResponse,
+    StructuredOutput,
+)
+from verimod.models.grammar import TextGrammar
 from verimod.models.registry import backends
+from verimod.models.token_mask import TokenMask, llguidance_grammar
 
 #: ``n_ctx`` when ``context_size`` is not given.
 DEFAULT_CONTEXT_SIZE = 4096
@@ -89,6 +106,12 @@ class GgufBackend(ModelBackend):
         self.n_ctx = options.context_size or DEFAULT_CONTEXT_SIZE
         self._runner = SerialRunner(self.prefix)
         self._sha256: str | None = None
+        self._llama_cpp = llama_cpp
+        self._grammars: dict[TextGrammar, Any] = {}  # GBNF engine: LlamaGrammar per grammar
+        self._compiled: dict[TextGrammar, str] = {}  # llguidance engine: grammar text per grammar
+        #: how a TextGrammar is enforced: llguidance's token mask when installed, else llama.cpp's GBNF sampler
+        self.grammar_engine: Literal["llguidance", "gbnf"] = "llguidance" if _has_llguidance() else "gbnf"
+        self._mask_tokenizer: Any = None  # llguidance's view of the GGUF vocabulary, built on first use
         try:
             self._llm: Any = stoppable_llama(llama_cpp, self._runner.checkpoint)(
                 model_path=str(self.path),
@@ -138,7 +161,50 @@ class GgufBackend(ModelBackend):
                 raise BackendError("client", "the gguf backend does not support regex-constrained output")
             if structured.json_schema is not None:
                 kwargs["response_format"] = {"type": "json_object", "schema": structured.json_schema}
+            if structured.grammar is not None and self.grammar_engine == "llguidance":
+                kwargs["logits_processor"] = [self._token_mask(structured)]
+            elif structured.grammar is not None:
+                kwargs["grammar"] = self._llama_grammar(structured.grammar)
         return kwargs
+
+    def _token_mask(self, structured: StructuredOutput) -> TokenMask:
+        """A fresh llguidance mask for one generation under ``structured``'s grammar (the
+        grammar text is compiled once per grammar, the vocabulary once per backend)."""
+        if self._llm is None:
+            raise BackendError("client", "gguf: the backend is closed")
+        grammar = structured.grammar
+        assert grammar is not None
+        compiled = self._compiled.get(grammar)
+        if compiled is None:
+            compiled = self._compiled[grammar] = llguidance_grammar(structured, "structured output with gguf")
+        if self._mask_tokenizer is None:
+            from llguidance.llamacpp import lltokenizer_from_vocab
+
+            llama_cpp = self._llama_cpp
+            vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
+            ends = [t for t in range(self._llm.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+            with warnings.catch_warnings():  # it calls a llama_cpp function deprecated once per token
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._mask_tokenizer = lltokenizer_from_vocab(vocab, eos_token=ends)
+        return TokenMask(self._mask_tokenizer, compiled, self._llm.n_vocab())
+
+    def _llama_grammar(self, grammar: TextGrammar) -> Any:
+        """The ``LlamaGrammar`` of ``grammar`` (its GBNF), after checking once that llama.cpp
+        parses it: llama-cpp-python hands the text to llama.cpp unchecked, and a grammar sampler
+        that failed to build would crash the process."""
+        found = self._grammars.get(grammar)
+        if found is None:
+            if self._llm is None:
+                raise BackendError("client", "gguf: the backend is closed")
+            gbnf = grammar.gbnf()
+            llama_cpp = self._llama_cpp
+            vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
+            sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode("utf-8"), b"root")
+            if not sampler:
+                raise BackendError("client", f"gguf: llama.cpp cannot parse the GBNF of grammar {grammar.name}")
+            llama_cpp.llama_sampler_free(sampler)
+            found = self._grammars[grammar] = llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
+        return found
 
     def _complete(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """The blocking call: a fresh KV cache, then one chat completion."""
@@ -183,6 +249,14 @@ class GgufBackend(ModelBackend):
         if llm is not None:
             with contextlib.suppress(AttributeError):
                 llm.close()
+
+
+def _has_llguidance() -> bool:
+    try:
+        import llguidance  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def stoppable_llama(llama_cpp: Any, checkpoint: Callable[[], None]) -> Any:

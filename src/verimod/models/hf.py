@@ -19,7 +19,10 @@ requests with equal ``max_tokens``, ``stop`` and ``extra_body`` are generated as
 ``temperature`` > 0 samples with ``top_p`` (default 1.0) and no top-k, each request alone
 after ``torch.manual_seed(seed)``, so a sampled output does not depend on its batch.
 ``extra_body`` may set ``top_k``, ``min_p`` and ``repetition_penalty``. Outputs are cut at the
-first stop string. Structured output is refused (``BackendError("client", ...)``).
+first stop string. Structured output (a :class:`~verimod.models.grammar.TextGrammar` such as
+``--constrain anchors``, a regex or a JSON schema) is enforced by a precompiled token mask
+applied to the logits at every step (:mod:`verimod.models.token_mask`, llguidance; one matcher
+per row of a batch); without llguidance it is a ``client`` error naming the extra.
 
 Batches run one at a time in a worker thread; the engine never times them out (``in_process``).
 A generation stops after its current decoding step when its caller is cancelled or the backend
@@ -47,8 +50,16 @@ from verimod.models._local import (
     sha256_tree,
     truncate_at_stop,
 )
-from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
+from verimod.models.base import (
+    BackendError,
+    BackendOptions,
+    ModelBackend,
+    ModelRequest,
+    ModelResponse,
+    StructuredOutput,
+)
 from verimod.models.registry import backends
+from verimod.models.token_mask import TokenMask, check_readable, llguidance_grammar, llguidance_module
 
 #: requests per ``generate_batch`` call when ``batch_size`` is not given.
 DEFAULT_BATCH_SIZE = 8
@@ -90,6 +101,8 @@ class HfBackend(ModelBackend):
         self._adapter_sha256: str | None = None
         self._tokenizer, self._model = self._load()
         self._eos_ids = self._eos_token_ids()
+        self._mask_tokenizer: Any = None  # llguidance's view of the tokenizer, built on first use
+        self._mask_grammars: dict[str, str] = {}
 
     # -- loading -----------------------------------------------------------------------------
 
@@ -190,11 +203,15 @@ class HfBackend(ModelBackend):
         """Requests with equal keys can share one ``generate`` call; client errors for what this
         backend cannot do."""
         params = request.params
-        if params.structured is not None:
-            raise BackendError("client", "the hf backend does not support structured output (JSON schema or regex)")
         extra = check_extra_body(params.extra_body, self.prefix, SAMPLER_KEYS)
+        constraint = None
+        if params.structured is not None:
+            constraint = params.structured.model_dump_json()
+            if constraint not in self._mask_grammars:
+                purpose = "structured output with the hf backend"
+                self._mask_grammars[constraint] = llguidance_grammar(params.structured, purpose)
         mode = "greedy" if params.temperature == 0 else "sample"
-        return (mode, params.max_tokens, params.stop, tuple(sorted(extra.items())))
+        return (mode, params.max_tokens, params.stop, tuple(sorted(extra.items())), constraint)
 
     def _run_group(self, requests: Sequence[ModelRequest]) -> list[ModelResponse]:
         """The blocking part: tokenize, generate, decode. Every request shares the first one's
@@ -212,6 +229,8 @@ class HfBackend(ModelBackend):
             encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             config = self._generation_config(requests[0])
             stop_kwargs: dict[str, Any] = {"stopping_criteria": self._checkpoint_criteria()}
+            if params.structured is not None:
+                stop_kwargs["logits_processor"] = self._mask_processor(params.structured, len(requests))
             if params.stop:
                 stop_kwargs |= {"stop_strings": list(params.stop), "tokenizer": tokenizer}
             if params.temperature > 0 and params.seed is not None:
@@ -237,6 +256,34 @@ class HfBackend(ModelBackend):
                 return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
         return transformers.StoppingCriteriaList([Checkpoint()])
+
+    def _mask_processor(self, structured: StructuredOutput, rows: int) -> Any:
+        """A logits-processor list masking each row of a batch with its own grammar matcher."""
+        transformers = self._transformers
+        if self._mask_tokenizer is None:
+            llguidance_module("structured output with the hf backend")
+            from llguidance.hf import from_tokenizer
+
+            mask_tokenizer = from_tokenizer(
+                self._tokenizer, n_vocab=self._logits_width(), eos_token=list(self._eos_ids)
+            )
+            check_readable(mask_tokenizer, self._tokenizer, f"the tokenizer of {self.name}")
+            self._mask_tokenizer = mask_tokenizer
+        grammar = self._mask_grammars[structured.model_dump_json()]
+        masks = [TokenMask(self._mask_tokenizer, grammar, self._logits_width()) for _ in range(rows)]
+
+        class GrammarMasks(transformers.LogitsProcessor):  # type: ignore[misc,name-defined]
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                for row, mask in enumerate(masks):
+                    mask(input_ids[row].tolist(), scores[row])
+                return scores
+
+        return transformers.LogitsProcessorList([GrammarMasks()])
+
+    def _logits_width(self) -> int:
+        """Entries of the model's next-token logits (the output layer may be wider than the
+        tokenizer's vocabulary)."""
+        return int(self._model.get_output_embeddings().weight.shape[0])
 
     def _generation_config(self, request: ModelRequest) -> Any:
         """A generation config built from the request alone (the model's own sampling defaults

@@ -11,8 +11,12 @@ vLLM, llama.cpp server, SGLang, Ollama and hosted APIs all speak it. Options:
   ``OPENAI_API_KEY`` when set). The key is sent as a bearer token and never logged, returned
   or written to a run file.
 - Generation parameters map to the request body: temperature, top_p, max_tokens, seed, stop;
-  a JSON schema becomes ``response_format = {"type": "json_schema", ...}``; a regex becomes
-  vLLM's ``guided_regex``; ``extra_body`` is merged last (it can override anything).
+  a JSON schema becomes ``response_format = {"type": "json_schema", ...}``; a regex or a grammar
+  (``--constrain anchors``) goes in the field of the server answering — vLLM, SGLang or the
+  llama.cpp server, detected once per replica; any other server is refused with a ``client``
+  error — and an answer outside the grammar is refused too
+  (:mod:`verimod.models.structured_request`); ``extra_body`` is merged last (it can override
+  anything).
 
 Token log-probabilities (:mod:`verimod.models.logprobs`): a chat answer's
 ``choices[0].logprobs.content`` (asked for with ``extra_body={"logprobs": true, ...}``) is
@@ -43,6 +47,15 @@ import aiohttp
 from verimod.models import logprobs
 from verimod.models.base import BackendError, BackendOptions, ModelBackend, ModelRequest, ModelResponse
 from verimod.models.registry import backends
+from verimod.models.structured_request import (
+    DIALECTS,
+    Dialect,
+    check_obeyed,
+    detect_dialect,
+    needs_dialect,
+    structured_fields,
+    unsupported,
+)
 
 DEFAULT_BASE_URL = "http://localhost:8000/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -66,8 +79,11 @@ def _retry_after(value: str | None) -> float | None:
             return None
 
 
-def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
-    """The chat-completions JSON body for one request."""
+def request_body(
+    model: str, request: ModelRequest, dialect: Dialect | None = None, server: str = "the server"
+) -> dict[str, Any]:
+    """The chat-completions JSON body for one request; ``dialect`` (of ``server``) places a regex
+    or grammar constraint (:mod:`verimod.models.structured_request`), which without it is refused."""
     params = request.params
     body: dict[str, Any] = {
         "model": model,
@@ -82,13 +98,9 @@ def request_body(model: str, request: ModelRequest) -> dict[str, Any]:
     if params.stop:
         body["stop"] = list(params.stop)
     if params.structured is not None:
-        if params.structured.json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "verimod", "schema": params.structured.json_schema, "strict": True},
-            }
-        if params.structured.regex is not None:
-            body["guided_regex"] = params.structured.regex
+        if dialect is None and needs_dialect(params.structured):
+            raise unsupported(server, params.structured)
+        body.update(structured_fields(params.structured, dialect or "vllm", server))
     body.update(params.extra_body)
     return body
 
@@ -146,6 +158,7 @@ class OpenAICompatibleBackend(ModelBackend):
         self._session: aiohttp.ClientSession | None = None
         self._timeout = aiohttp.ClientTimeout(total=options.request_timeout_s)
         self._logprob_protocols: dict[str, logprobs.Protocol] = {}
+        self._dialects: dict[str, asyncio.Future[Dialect | str]] = {}  # base URL → its structured-output dialect
 
     def __repr__(self) -> str:  # never show headers (the key)
         return f"OpenAICompatibleBackend(model={self.name!r}, base_urls={self.base_urls!r})"
@@ -179,9 +192,40 @@ class OpenAICompatibleBackend(ModelBackend):
         return await self.generate_on(self._pick(), request)
 
     async def generate_on(self, index: int, request: ModelRequest) -> ModelResponse:
-        """POST one chat completion to replica ``index``."""
-        url = f"{self.base_urls[index]}/chat/completions"
-        return parse_completion(await self._post_json(index, url, request_body(self.name, request)))
+        """POST one chat completion to replica ``index`` (its structured-output dialect detected first
+        when the request carries a constraint)."""
+        base = self.base_urls[index]
+        dialect = await self._dialect(base, request) if needs_dialect(request.params.structured) else None
+        body = request_body(self.name, request, dialect, base)
+        response = parse_completion(await self._post_json(index, f"{base}/chat/completions", body))
+        return check_obeyed(request, response, base)
+
+    async def _dialect(self, base: str, request: ModelRequest) -> Dialect:
+        """The structured-output dialect of the server at ``base`` (detected once), or the refusal."""
+        pending = self._dialects.get(base)
+        if pending is None:  # one detection per replica, shared by the requests arriving meanwhile
+            pending = self._dialects[base] = asyncio.ensure_future(detect_dialect(self._get_json, base))
+        try:
+            found = await asyncio.shield(pending)
+        except BackendError:
+            if self._dialects.get(base) is pending:  # a failed detection (retryable) is tried again
+                del self._dialects[base]
+            raise
+        if found not in DIALECTS:
+            raise unsupported(f"{base} ({found})", request.params.structured)  # type: ignore[arg-type]
+        return found  # type: ignore[return-value]
+
+    async def _get_json(self, url: str) -> Any:
+        """GET ``url`` and decode the JSON answer (errors as in :meth:`_post_json`)."""
+        session = await self._client()
+        try:
+            async with session.get(url) as response:
+                raw, status = await response.read(), response.status
+        except TimeoutError:
+            raise BackendError("timeout", f"{url}: no answer within {self._timeout.total} s") from None
+        except aiohttp.ClientError as exc:
+            raise BackendError("connection", f"{url}: {type(exc).__name__}: {exc}") from None
+        return _json_answer(url, status, raw, None)
 
     async def _post_json(self, index: int, url: str, body: dict[str, Any]) -> Any:
         """POST ``body`` to ``url`` (replica ``index``) and decode the JSON answer; HTTP and
@@ -201,12 +245,7 @@ class OpenAICompatibleBackend(ModelBackend):
             raise BackendError("bad_response", f"{url}: {type(exc).__name__}: {exc}") from None
         finally:
             self._in_flight[index] -= 1
-        if status != 200:
-            raise _status_error(url, status, raw, retry_after)
-        try:
-            return json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
+        return _json_answer(url, status, raw, retry_after)
 
     async def logprob_protocol(self, index: int = 0) -> logprobs.Protocol:
         """How replica ``index`` gives token log-probabilities (detected on first use, then
@@ -268,6 +307,17 @@ def replica_label(url: str) -> str:
         host = f"[{host}]"
     netloc = host + (f":{parts.port}" if parts.port is not None else "")
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _json_answer(url: str, status: int, body: bytes, retry_after: float | None) -> Any:
+    """The decoded JSON of a 200 answer; otherwise the status's :class:`BackendError`, or
+    ``bad_response`` for a body that is not JSON."""
+    if status != 200:
+        raise _status_error(url, status, body, retry_after)
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise BackendError("bad_response", f"{url}: the response body is not JSON") from None
 
 
 def _status_error(url: str, status: int, body: bytes, retry_after: float | None) -> BackendError:

@@ -184,7 +184,7 @@ def _data(value: object) -> str:
 def _default_title(runs: Sequence[ScoredRun]) -> str:
     if len(runs) == 1:
         manifest = runs[0].store.manifest
-        return f"verimod report: {manifest.model_label} ({manifest.setting})"
+        return f"verimod report: {manifest.model_label} ({manifest.setting_label})"
     return f"verimod report: {len(runs)} runs"
 
 
@@ -242,7 +242,7 @@ def _table(caption: str, headers: Iterable[tuple[str, bool]], rows: Iterable[str
 def _run_name(run: ScoredRun, label: str) -> str:
     """A run's short label, with its id (and model) in a tooltip."""
     manifest = run.store.manifest
-    tip = f"{manifest.run_id} · {manifest.model_label} · {manifest.setting}"
+    tip = f"{manifest.run_id} · {manifest.model_label} · {manifest.setting_label}"
     return f'<span class="run-name" title="{_escape(tip)}">{_data(label)}</span>'
 
 
@@ -323,6 +323,7 @@ def _counts_table(runs: Sequence[ScoredRun]) -> str:
         ("parsed", [r.scores.n_parsed for r in runs]),
         ("format ok", [r.scores.n_format for r in runs]),
         ("codebook-inconsistent", [r.scores.n_inconsistent for r in runs]),
+        ("cut at the token limit", [r.scores.n_truncated for r in runs]),
         ("missing outputs", [r.scores.n_missing for r in runs]),
         ("model errors", [r.scores.n_model_errors for r in runs]),
         ("JREM scored on", [r.scores.n_jrem for r in runs]),
@@ -344,7 +345,7 @@ def _runs_table(runs: Sequence[ScoredRun]) -> str:
         cells = [
             m.run_id,
             m.model,
-            m.setting,
+            m.setting_label,
             m.status,
             m.prompt.get("version"),
             m.parser_version,

@@ -33,7 +33,7 @@ def run_labels(runs: Sequence[ScoredRun]) -> list[str]:
         manifest = run.store.manifest
         model = manifest.model.rstrip("/").split("/")[-1]
         lora = " + LoRA" if manifest.model_label != manifest.model else ""
-        setting = f" · {manifest.setting}"
+        setting = f" · {manifest.setting_label}"
         labels.append(_shorten(model, MAX_LABEL - len(lora) - len(setting)) + lora + setting)
     seen: dict[str, int] = {}
     out = []

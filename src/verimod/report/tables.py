@@ -51,4 +51,6 @@ def varm_scores_table(scores: VarmScores, title: str = "VARM scores") -> Table:
         table.add_section()
         for error, count in scores.error_classes.items():
             table.add_row(f"unparsed: {error}", str(count))
+    if scores.n_truncated:
+        table.add_row("cut at --max-tokens (parsed or not)", str(scores.n_truncated))
     return table

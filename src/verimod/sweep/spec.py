@@ -20,6 +20,7 @@ data:
   - {source: "hf:org/varm-open:test", label: open, limit: 300}
 constraints:                   # structured output, where the backend supports it
   - none
+  - anchors                    # the VARM anchor grammar (verimod eval --constrain anchors)
   - {name: json, json_schema: {type: object}}
 train: train.jsonl             # k-shot examples (default: the evaluated bundled set's train split, else starter's)
 shots: 4
@@ -54,6 +55,7 @@ from verimod.models.base import BackendOptions, GenerationParams, StructuredOutp
 from verimod.models.registry import BACKEND_MODULES, split_spec
 from verimod.sweep.cell import SweepCell
 from verimod.tasks.varm.evaluate import EvalSettings
+from verimod.tasks.varm.grammar import CONSTRAIN_MODES
 from verimod.tasks.varm.prompts import DEFAULT_SHOTS
 
 Setting = Literal["zero-shot", "taxonomy", "k-shot"]
@@ -118,15 +120,16 @@ class ConstraintEntry(BaseModel):
     @model_validator(mode="after")
     def _structured_unless_none(self) -> ConstraintEntry:
         given = self.json_schema is not None or self.regex is not None
-        if self.name == "none" and given:
-            raise ValueError("the constraint 'none' takes no json_schema or regex")
-        if self.name != "none" and not given:
+        if self.name in CONSTRAIN_MODES and given:
+            raise ValueError(f"the constraint {self.name!r} takes no json_schema or regex")
+        if self.name not in CONSTRAIN_MODES and not given:
             raise ValueError(f"constraint {self.name!r} needs a json_schema or a regex")
         return self
 
     def structured(self) -> StructuredOutput | None:
-        """The structured-output request of this constraint (None for ``none``)."""
-        if self.name == "none":
+        """The structured-output request of this constraint (None for ``none`` and for the
+        ``--constrain`` modes such as ``anchors``, which the cell's settings carry)."""
+        if self.name in CONSTRAIN_MODES:
             return None
         return StructuredOutput(json_schema=self.json_schema, regex=self.regex)
 
@@ -292,6 +295,7 @@ def _cell(
         split=None if data is None else data.split,
         train=_resolve(base, spec.train),
         limit=None if data is None else data.limit,
+        constrain=constraint.name if constraint.name in CONSTRAIN_MODES else "none",
         params=spec.generation.model_copy(update={"structured": constraint.structured()}),
         engine={
             "max_concurrency": model.max_concurrency or engine.max_concurrency,

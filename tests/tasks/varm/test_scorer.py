@@ -233,3 +233,39 @@ def test_scores_are_bit_identical_on_rescoring():
     first, _ = score_predictions(references, outputs)
     second, _ = score_predictions(references, dict(reversed(list(outputs.items()))))
     assert first.model_dump_json() == second.model_dump_json()
+
+
+def test_an_unparsed_output_cut_at_the_token_limit_is_its_own_error_class():
+    from verimod.report.tables import varm_scores_table
+    from verimod.tasks.varm.errors import EXCERPT, analyse_errors
+    from verimod.tasks.varm.uncertainty import scorer_of
+
+    reference = VarmReference.model_validate(
+        {"id": "r", "text": "t", "target": "小县城公务员", "target_type": "group", "target_explicitness": "explicit",
+         "stance": "attack_or_endorse", "label": "harmful", "category": "status_occupation"}
+    )  # fmt: skip
+    full = rationale()
+    cut = "铺垫" * EXCERPT + full[: full.index("[S:")]  # ends before the stance anchor
+    scorer = VarmScorer()
+    items = [
+        scorer.add("a", reference, cut, finish_reason="length"),  # cut, unparsed: truncated
+        scorer.add("b", reference, cut, finish_reason="stop"),  # same text, ended on its own: parser's class
+        scorer.add("c", reference, full, finish_reason="length"),  # cut but complete: scored as usual
+        scorer.add("d", reference, None),
+    ]
+    assert [i.error_class for i in items] == ["truncated", "missing_anchor", None, "missing_prediction"]
+    assert "token limit" in items[0].detail and "missing" in items[0].detail  # the parser's detail is kept
+    assert items[2].status == "ok" and items[2].j == 1 and items[0].truncated and items[2].truncated
+    assert items[0].to_dict()["finish_reason"] == "length"
+    scores = scorer.scores()
+    assert scores.n_parsed == 1 and scores.n_truncated == 2
+    assert scores.error_classes == {"missing_anchor": 1, "missing_prediction": 1, "truncated": 1}
+    # re-scoring the stored items keeps the class; the example shows where the output was cut
+    references = [reference] * 4
+    analysis = analyse_errors(references, items, scorer_of(references, items))
+    truncated = next(p for p in analysis.parse_errors if p.error_class == "truncated")
+    assert truncated.count == 1 and truncated.examples[0].output == "…" + cut[-EXCERPT:]
+    missing = next(p for p in analysis.parse_errors if p.error_class == "missing_anchor")
+    assert missing.examples[0].output == cut[:EXCERPT]
+    rows = [str(cell) for column in varm_scores_table(scores).columns for cell in column._cells]
+    assert "unparsed: truncated" in rows and "cut at --max-tokens (parsed or not)" in rows

@@ -6,7 +6,8 @@
   reference carries the field) × predicted value (columns: the vocabulary plus ``unparsed``).
 - Hidden record errors: items whose label or category is right while the record is wrong
   (J = 0), with the fields that failed.
-- Parse errors: counts per error class with a few examples (id, detail, output excerpt).
+- Parse errors: counts per error class with a few examples (id, detail, output excerpt: the first
+  :data:`EXCERPT` characters, or for ``truncated`` outputs the last ones, where the cut is).
 """
 
 from __future__ import annotations
@@ -19,9 +20,18 @@ from pydantic import BaseModel, ConfigDict
 
 from verimod.tasks.varm.codebook import DISCRETE_FIELDS, FIELDS, VOCABULARY
 from verimod.tasks.varm.schema import VarmReference
-from verimod.tasks.varm.scorer import ERROR_CLASSES, ItemScore, VarmScorer
+from verimod.tasks.varm.scorer import ERROR_CLASSES, TRUNCATED, ItemScore, VarmScorer
 
 UNPARSED = "unparsed"
+#: characters of an unparsed output shown as an example
+EXCERPT = 300
+
+
+def _excerpt(output: str | None, tail: bool) -> str | None:
+    """The first :data:`EXCERPT` characters of ``output`` (``tail``: the last, after "…")."""
+    if output is None or len(output) <= EXCERPT:
+        return output
+    return "…" + output[-EXCERPT:] if tail else output[:EXCERPT]
 
 
 class GroupBreakdown(BaseModel):
@@ -149,7 +159,7 @@ def analyse_errors(
             error_class=name,
             count=counts[name],
             examples=[
-                ParseErrorExample(id=i.id, detail=i.detail, output=None if i.output is None else i.output[:300])
+                ParseErrorExample(id=i.id, detail=i.detail, output=_excerpt(i.output, tail=name == TRUNCATED))
                 for i in by_class[name][:examples]
             ],
         )

@@ -47,6 +47,7 @@ from verimod.data.hf import source_label, source_sha256
 from verimod.models.base import BackendOptions, GenerationParams, ModelBackend, ModelRequest
 from verimod.tasks.varm.bundled import DEFAULT_DATA, DEFAULT_SPLIT, bundled_path, load_bundled
 from verimod.tasks.varm.disputes import DisputedMode, apply_disputes, dispute_of
+from verimod.tasks.varm.grammar import ConstrainMode, constrain_mode, structured_output
 from verimod.tasks.varm.io import iter_references, load_references
 from verimod.tasks.varm.parser import PARSER_VERSION
 from verimod.tasks.varm.prompts import DEFAULT_SHOTS, PromptTemplate, load_prompt, select_examples
@@ -70,6 +71,7 @@ class EvalSettings(BaseModel):
     limit: int | None = Field(None, ge=1)
     repeats: int = Field(1, ge=1)  # samples per item (for temperature > 0)
     disputed: DisputedMode = "keep"  # items whose annotators dispute the source: keep | drop | reading
+    constrain: ConstrainMode = "none"  # decoding constraint; "anchors" sets params.structured
     params: GenerationParams = GenerationParams()
     engine: EngineConfig = EngineConfig()
     backend_options: BackendOptions = BackendOptions()
@@ -180,7 +182,8 @@ def _run_id(settings: EvalSettings) -> str:
     another run took it (two runs started in the same second)."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     lora = "-lora" if settings.backend_options.adapter else ""
-    return f"{stamp}-{slug(settings.model.split('/')[-1])}{lora}-{settings.setting}"
+    constrained = "" if settings.constrain == "none" else f"-{settings.constrain}"
+    return f"{stamp}-{slug(settings.model.split('/')[-1])}{lora}-{settings.setting}{constrained}"
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,7 @@ def prepare_run(settings: EvalSettings, spool_folder: str | Path | None = None) 
     references, data = _references(settings, spool_folder)
     template = load_prompt(settings.setting, settings.prompt_template)
     examples = _examples(settings, references)
-    requests = RequestPlan(references, template, examples, settings.params, settings.repeats)
+    requests = RequestPlan(references, template, examples, constrained_params(settings), settings.repeats)
     return PreparedRun(references, data, template, examples, requests)
 
 
@@ -226,12 +229,13 @@ def start_run(
         backend=backend.identity(),
         setting=settings.setting,
         prompt={"version": template.version, "sha256": template.sha256, "file": settings.prompt_template},
-        params=settings.params.model_dump(),
+        params=constrained_params(settings).model_dump(),
         engine=settings.engine.model_dump(),
         backend_options=settings.backend_options.model_dump(),
         data=prepared.data,
         limit=settings.limit,
         repeats=settings.repeats,
+        constrain=settings.constrain,
         shots=len(prepared.examples),
         examples=[e.id for e in prepared.examples],
         verimod_version=__version__,
@@ -247,6 +251,20 @@ def start_run(
     return store
 
 
+def constrained_params(settings: EvalSettings) -> GenerationParams:
+    """The generation parameters with the ``constrain`` mode's structured output set (the
+    grammar then enters the cache key and the manifest's ``params``). An input error when the
+    parameters already carry another constraint (``--json-schema``, ``--regex``)."""
+    structured = structured_output(settings.constrain)
+    if structured is None or settings.params.structured == structured:
+        return settings.params
+    if settings.params.structured is not None:
+        raise InputError.at(
+            "--constrain", None, None, "--constrain anchors cannot be combined with --json-schema or --regex"
+        )
+    return settings.params.model_copy(update={"structured": structured})
+
+
 def settings_of(manifest: RunManifest) -> EvalSettings:
     """The settings a run was started with."""
     return EvalSettings(
@@ -256,6 +274,7 @@ def settings_of(manifest: RunManifest) -> EvalSettings:
         prompt_template=manifest.prompt.get("file"),
         limit=manifest.limit,
         repeats=manifest.repeats,
+        constrain=constrain_mode(GenerationParams.model_validate(manifest.params).structured),
         params=GenerationParams.model_validate(manifest.params),
         engine=EngineConfig.model_validate(manifest.engine),
         backend_options=BackendOptions.model_validate(manifest.backend_options),
@@ -312,6 +331,7 @@ def _record(outcome: Outcome) -> dict[str, Any]:
         "latency_s": round(outcome.latency_s, 6),
         "prompt_tokens": None if response is None else response.prompt_tokens,
         "completion_tokens": None if response is None else response.completion_tokens,
+        "finish_reason": None if response is None else response.finish_reason,
         "cache_hit": outcome.cache_hit,
         "attempts": outcome.attempts,
         "finished_at": now(),
@@ -395,7 +415,8 @@ class _Scoring:
                         self.errors[repeat] += error is not None
                         self.cache_hits += record.cache_hit
                     output = None if record is None else record.output
-                    yield repeat, self.scorers[repeat].add(reference.id, reference, output, error)
+                    finish = None if record is None else record.finish_reason
+                    yield repeat, self.scorers[repeat].add(reference.id, reference, output, error, finish)
 
 
 def rescore(store: RunStore) -> ScoredRun:

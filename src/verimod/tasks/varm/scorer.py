@@ -11,6 +11,10 @@ false positive for no class), has T-F1 = 0 and J = 0. For N reference items:
   reference target; 1 when both are ``no_clear_target``, 0 when only one is; 0 when unparseable.
 - Parse: fraction of outputs that parse; Format: fraction that parse, are written canonically
   and satisfy the codebook constraints.
+- Truncation: an output that does not parse and whose generation was cut at the token limit
+  (``finish_reason`` ``length`` or ``max_tokens``) has the error class ``truncated`` instead of
+  the parser's class (the parser's detail is kept); one that parses despite the cut is scored as
+  usual. ``n_truncated`` counts every cut output, parsed or not.
 - JREM: mean of J_i, where J_i = 1 iff output i parses, T-F1_i ≥ 0.5 and the five discrete
   fields equal the reference.
 - HER-C = Σ M_i^C (1 − J_i) / Σ M_i^C with M_i^C = 1 iff output i parses and its category is
@@ -50,6 +54,9 @@ from verimod.tasks.varm.parser import PARSER_VERSION, ParseErrorClass, parse_rat
 T_F1_THRESHOLD: Final = 0.5
 MISSING_PREDICTION: Final = "missing_prediction"
 MODEL_ERROR: Final = "model_error"
+TRUNCATED: Final = "truncated"
+#: ``finish_reason`` values that mean the generation hit the token limit.
+TRUNCATION_REASONS: Final = frozenset({"length", "max_tokens"})
 SHAPLEY_GROUPS: Final = {
     "referent": ("target", "target_type", "target_explicitness"),
     "stance": ("stance",),
@@ -69,7 +76,7 @@ _ALL_PRESENT: Final = sum(_PRESENT_LIST)
 _CODE_LIST: Final = tuple(_CODES[f] for f in DISCRETE_FIELDS)
 _INCONSISTENT: Final = 1 << 14  # the parsed record breaks the codebook
 #: Error classes of items without a parsed record, in code order.
-ERROR_CLASSES: Final = (*(str(e) for e in ParseErrorClass), "missing_prediction", "model_error")
+ERROR_CLASSES: Final = (*(str(e) for e in ParseErrorClass), TRUNCATED, "missing_prediction", "model_error")
 _ERROR_CLASSES: Final = ERROR_CLASSES
 _ERROR_CODE: Final = {name: i for i, name in enumerate(_ERROR_CLASSES)}
 _ABSENT: Final = -2  # reference code of a field the reference does not carry
@@ -91,6 +98,12 @@ class ItemScore(NamedTuple):
     target_char_f1: float | None
     j: int
     output: str | None
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """True when the generation was cut at the token limit."""
+        return self.finish_reason in TRUNCATION_REASONS
 
     def to_dict(self) -> dict[str, Any]:
         """One per-item JSONL row (id, status, error class, record, per-field correctness, T-F1, J)."""
@@ -107,6 +120,7 @@ class ItemScore(NamedTuple):
             "target_char_f1": self.target_char_f1,
             "j": self.j,
             "output": self.output,
+            "finish_reason": self.finish_reason,
             "parser_version": PARSER_VERSION,
         }
 
@@ -137,6 +151,7 @@ class VarmScores(BaseModel):
     n_missing: int
     n_model_errors: int
     n_inconsistent: int
+    n_truncated: int = 0
     error_classes: dict[str, int]
     per_class_f1: dict[str, dict[str, float]]
     parser_version: str
@@ -165,6 +180,7 @@ class VarmScorer:
         self._tf1 = array("d")
         self._bits = array("H")
         self._error = array("b")  # per item: index into _ERROR_CLASSES, or −1 when the output parsed
+        self._truncated = array("b")  # per item: 1 when the generation hit the token limit
 
     def __len__(self) -> int:
         return len(self._bits)
@@ -180,6 +196,7 @@ class VarmScorer:
             "format_ok": (bits & _FORMAT) > 0,
             "target_char_f1": np.frombuffer(self._tf1, dtype=np.float64),
             "error_code": np.frombuffer(self._error, dtype=np.int8),
+            "truncated": np.frombuffer(self._truncated, dtype=np.int8) > 0,
         }
         j = out["parsed"].copy()
         scored = np.zeros(len(bits), dtype=bool)
@@ -194,13 +211,23 @@ class VarmScorer:
             out[f"pred_{field}"] = np.frombuffer(pred_column, dtype=np.int8)
         return out
 
-    def add(self, item_id: str, reference: RecordLike, output: str | None, error: str | None = None) -> ItemScore:
+    def add(
+        self,
+        item_id: str,
+        reference: RecordLike,
+        output: str | None,
+        error: str | None = None,
+        finish_reason: str | None = None,
+    ) -> ItemScore:
         """Score one output against its reference record (fields may be None: partial).
 
         ``output=None`` means no prediction: status ``missing`` (``missing_prediction``), or
         status ``error`` (``model_error``, with ``error`` as the detail) when the model call
-        failed. Either way the item is wrong on every field.
+        failed. Either way the item is wrong on every field. ``finish_reason`` is the
+        backend's (``length``: cut at the token limit, see the module docstring).
         """
+        cut = output is not None and finish_reason in TRUNCATION_REASONS
+        self._truncated.append(cut)
         ref = (
             reference.target,
             reference.target_type,
@@ -227,7 +254,11 @@ class VarmScorer:
                 column.append(_UNPARSED)
             self._tf1.append(0.0)
             self._bits.append(present)
-            if parsed is not None:
+            if parsed is not None and cut:
+                status, error_class = "parse_error", TRUNCATED
+                detail = f"cut at the token limit (finish_reason {finish_reason}) before the record was complete; "
+                detail += str(parsed.detail)
+            elif parsed is not None:
                 status, error_class, detail = "parse_error", str(parsed.error_class), parsed.detail
             elif error is not None:
                 status, error_class, detail = "error", MODEL_ERROR, error
@@ -236,7 +267,9 @@ class VarmScorer:
             self._error.append(_ERROR_CODE[error_class])
             wrong = tuple(None if value is None else False for value in ref)
             tf1_missing = None if ref[0] is None else 0.0
-            return ItemScore(item_id, status, error_class, detail, None, False, (), (), wrong, tf1_missing, 0, output)
+            return ItemScore(
+                item_id, status, error_class, detail, None, False, (), (), wrong, tf1_missing, 0, output, finish_reason
+            )
         assert parsed is not None
         for column, codes, value in zip(self._pred, _CODE_LIST, values[1:], strict=True):
             column.append(codes[value])
@@ -282,6 +315,7 @@ class VarmScorer:
             tf1,
             j,
             output,
+            finish_reason,
         )
 
     def scores(self, index: np.ndarray | None = None) -> VarmScores:
@@ -371,6 +405,7 @@ class VarmScorer:
             n_missing=errors.get(MISSING_PREDICTION, 0),
             n_model_errors=errors.get(MODEL_ERROR, 0),
             n_inconsistent=int(((bits & _INCONSISTENT) > 0).sum()),
+            n_truncated=int(np.frombuffer(self._truncated, dtype=np.int8)[index].sum()),
             error_classes=dict(sorted(errors.items())),
             per_class_f1=per_class,
             parser_version=PARSER_VERSION,

@@ -95,7 +95,9 @@ def scorer_of(references: Sequence[VarmReference], items: Sequence[ItemScore]) -
     """A scorer holding a run's items again (re-parsing the stored outputs)."""
     scorer = VarmScorer()
     for reference, item in zip(references, items, strict=True):
-        scorer.add(reference.id, reference, item.output, item.detail if item.status == "error" else None)
+        scorer.add(
+            reference.id, reference, item.output, item.detail if item.status == "error" else None, item.finish_reason
+        )
     return scorer
 
 
