@@ -270,7 +270,7 @@ def memory(folder: Path, sizes: Sequence[int], concurrency: int, source: Path) -
         command += ["openai:bench", "--base-url", url, "--data", str(data), "--runs-dir", str(runs)]
         command += ["--max-concurrency", str(concurrency), "--no-cache", "--quiet"]
         environment = os.environ | {
-            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
+            "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])
         }
         try:
             t0 = time.perf_counter()

@@ -50,8 +50,8 @@ def test_sweep_on_ray_gives_the_single_machine_cells_and_table(ray_cluster, tmp_
     assert [row["run"] for row in rows_ray] == ids  # every cell, in the sweep's order
     assert rows_ray == rows_local
     for cell_id in ids:
-        cell = RunStore.open(tmp_path / "sweeps" / "cluster" / cell_id)
-        alone = RunStore.open(tmp_path / "sweeps" / "local" / cell_id)
+        cell = RunStore.open(tmp_path / "sweeps" / "cluster" / cell_id, read_only=True)
+        alone = RunStore.open(tmp_path / "sweeps" / "local" / cell_id, read_only=True)
         assert cell.manifest.status == "completed" and cell.manifest.provenance["cell"] == cell_id
         assert {k: v for k, v in cell.scores().items() if k != "run_id"} == {
             k: v for k, v in alone.scores().items() if k != "run_id"

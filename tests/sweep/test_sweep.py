@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -17,12 +18,14 @@ from typer.testing import CliRunner
 from tests.conftest import write_lines
 from tests.helpers.fake_openai import FakeOpenAI, FakeOpenAIServer
 from verimod.cli.app import app
+from verimod.core.runlock import lock_holder
 from verimod.core.runs import RunStore
 from verimod.models.base import GenerationParams
+from verimod.sweep import cell as cell_module
 from verimod.sweep import load_sweep, run_cell
 from verimod.sweep.runner import run_sweep
 from verimod.tasks.varm.corrupt import demo_outputs
-from verimod.tasks.varm.evaluate import build_requests
+from verimod.tasks.varm.evaluate import build_requests, score_run
 from verimod.tasks.varm.prompts import load_prompt
 from verimod.tasks.varm.starter import load_starter
 
@@ -190,13 +193,22 @@ def test_bad_data_fails_before_any_cell_runs(folder):
     assert not (folder / "sweeps" / "b" / "m1__zero-shot__test").exists()
 
 
-def test_run_cell_is_idempotent_and_replaces_a_half_created_directory(folder):
+def test_run_cell_is_idempotent_and_replaces_a_half_created_directory(folder, monkeypatch):
     path = sweep_file(folder, "name: c\nmodels: [scripted:m1.jsonl]\ndata: [{source: test.jsonl, limit: 10}]\n")
     cell = load_sweep(path).cells[0]
     root = folder / "cells"
     (root / cell.cell_id).mkdir(parents=True)  # as left by a kill between mkdir and the manifest
+    stores = []  # keeps each cell's store alive after the cell, as a lingering reference in a Ray worker does
+
+    def scoring(store, **options):
+        stores.append(store)
+        return score_run(store, **options)
+
+    monkeypatch.setattr(cell_module, "score_run", scoring)
     first = run_cell(cell, root, "c")
+    assert lock_holder(root / cell.cell_id) is None  # the lock is freed when the cell ends, not at garbage collection
     second = run_cell(cell, root, "c")
+    assert lock_holder(root / cell.cell_id) is None and len(stores) == 2
     assert (first.action, first.requested) == ("started", 10)
     assert (second.action, second.requested) == ("complete", 0) and second.scores == first.scores
 
@@ -242,6 +254,14 @@ def test_budget_bounds_the_cells_running_at_once(folder):
     assert peak[0] == 2  # concurrent, and never more than the budget
 
 
+def stored_lines(samples: Path) -> int:
+    """Lines of a run's samples file; 0 when the run is being created (its folder is renamed)."""
+    try:
+        return samples.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 def test_a_killed_sweep_resumes_without_repeating_finished_samples(folder):
     behaviour = FakeOpenAI(answers=answers_for(["zero-shot", "taxonomy"]), delay_s=0.03)
     with FakeOpenAIServer(behaviour) as server:
@@ -251,9 +271,7 @@ def test_a_killed_sweep_resumes_without_repeating_finished_samples(folder):
         process = subprocess.Popen(command, env={**os.environ}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            lines = (
-                sum(p.read_bytes().count(b"\n") for p in runs_dir.glob("*/samples.jsonl")) if runs_dir.exists() else 0
-            )
+            lines = sum(stored_lines(p) for p in runs_dir.glob("[!.]*/samples.jsonl")) if runs_dir.exists() else 0
             if lines >= 60:
                 break
             time.sleep(0.01)
@@ -261,7 +279,7 @@ def test_a_killed_sweep_resumes_without_repeating_finished_samples(folder):
         process.wait(10)
         assert lines >= 60, process.stderr.read()
         finished_before = {}
-        for samples in runs_dir.glob("*/samples.jsonl"):
+        for samples in runs_dir.glob("[!.]*/samples.jsonl"):  # not a cell's staging folder (.creating-…)
             rows = [json.loads(x) for x in samples.read_text(encoding="utf-8").splitlines() if x.endswith("}")]
             finished_before[samples.parent.name] = {r["id"] for r in rows}
         total_before = sum(len(v) for v in finished_before.values())

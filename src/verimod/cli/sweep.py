@@ -161,7 +161,7 @@ def _summarise(
 
     done = [Path(runs_dir) / c.cell_id for c in cells if c.cell_id not in failures]
     with bad_input_exits():
-        rows = run_rows([RunStore.open(directory) for directory in done])
+        rows = run_rows([RunStore.open(directory, read_only=True) for directory in done])
     if not rows:
         return
     (Path(runs_dir) / "table1.md").write_text(str(render_runs(rows, "md")), encoding="utf-8")

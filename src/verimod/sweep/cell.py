@@ -81,26 +81,30 @@ def _backend(settings: EvalSettings) -> ModelBackend:
         raise InputError.at(settings.model, None, "model", " ".join(str(exc).split())) from None
 
 
-def _reopen(cell: SweepCell, directory: Path, sweep: str) -> RunStore:
+def _reopen(cell: SweepCell, directory: Path, sweep: str) -> None:
+    """Check that the cell's run was started by this cell, and write the cell's transport
+    options into its manifest (they may change between attempts, as for eval --resume)."""
     store = RunStore.open(directory)
-    provenance = store.manifest.provenance or {}
-    if provenance.get("cell_sha256") != cell.fingerprint:
-        raise InputError.at(
-            str(directory),
-            None,
-            "cell",
-            f"cell {cell.cell_id!r} of sweep {sweep!r} changed since its run started; "
-            "restore the sweep file, or move this run directory away to start the cell again",
-        )
-    # transport options may change between attempts, as for eval --resume
-    store.manifest.engine = cell.settings.engine.model_dump()
-    store.manifest.backend_options = cell.settings.backend_options.model_dump()
-    store.save_manifest()
-    return store
+    try:
+        provenance = store.manifest.provenance or {}
+        if provenance.get("cell_sha256") != cell.fingerprint:
+            raise InputError.at(
+                str(directory),
+                None,
+                "cell",
+                f"cell {cell.cell_id!r} of sweep {sweep!r} changed since its run started; "
+                "restore the sweep file, or move this run directory away to start the cell again",
+            )
+        store.manifest.engine = cell.settings.engine.model_dump()
+        store.manifest.backend_options = cell.settings.backend_options.model_dump()
+        store.save_manifest()
+    finally:
+        store.release()
 
 
 def run_cell(cell: SweepCell, runs_root: str | Path, sweep: str = "", use_cache: bool = True) -> CellResult:
-    """Start, resume or re-score the cell's run directory (module docstring); return its scores."""
+    """Start, resume or re-score the cell's run directory (module docstring); return its scores.
+    The run's lock is held only while the cell runs."""
     began = time.monotonic()
     root = Path(runs_root)
     directory = root / cell.cell_id
@@ -117,11 +121,14 @@ def run_cell(cell: SweepCell, runs_root: str | Path, sweep: str = "", use_cache:
         backend = _backend(cell.settings)
         store = start_run(cell.settings, prepared, backend, root, run_id=cell.cell_id, provenance=provenance)
         requests, template, action = prepared.requests, prepared.template, "started"
-    if requests:
-        asyncio.run(_send(store, backend or _backend(cell.settings), requests, template, use_cache))
-    elif backend is not None:
-        asyncio.run(backend.aclose())
-    scores, _ = score_run(store)
+    try:  # the run's lock is freed when the cell ends: a Ray worker process outlives its cells
+        if requests:
+            asyncio.run(_send(store, backend or _backend(cell.settings), requests, template, use_cache))
+        elif backend is not None:
+            asyncio.run(backend.aclose())
+        scores, _ = score_run(store)
+    finally:
+        store.release()
     return CellResult(
         cell_id=cell.cell_id,
         directory=str(directory),

@@ -52,7 +52,7 @@ def cell_state(plan: SweepPlan, cell: SweepCell) -> str:
     directory = Path(plan.runs_dir) / cell.cell_id
     if not (directory / MANIFEST).is_file():
         return "new"
-    store = RunStore.open(directory)
+    store = RunStore.open(directory, read_only=True)
     total = store.manifest.counts.total
     done = sum(1 for record in store.samples().values() if record.error is None)
     return "done" if done >= total and store.scores() is not None else f"partial {done}/{total}"
