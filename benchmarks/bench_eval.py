@@ -269,9 +269,7 @@ def memory(folder: Path, sizes: Sequence[int], concurrency: int, source: Path) -
         command = [sys.executable, "-c", "from verimod.cli.app import main; main()", "eval", "--model"]
         command += ["openai:bench", "--base-url", url, "--data", str(data), "--runs-dir", str(runs)]
         command += ["--max-concurrency", str(concurrency), "--no-cache", "--quiet"]
-        environment = os.environ | {
-            "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])
-        }
+        environment = os.environ | {"PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
         try:
             t0 = time.perf_counter()
             child = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE, text=True)
