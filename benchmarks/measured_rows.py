@@ -180,7 +180,7 @@ def summary(work: Path, n: int, seed: int) -> None:
         target = folder / "runs" / name
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(directory, target)
+        shutil.copytree(directory, target, ignore=shutil.ignore_patterns(".lock"))  # the writer's lock file
         command = [sys.executable, "-m", "verimod", "diagnose", "intervals", str(target), "--json",
                    "--bootstrap", "1000", "--seed", "0"]  # fmt: skip
         intervals = json.loads(subprocess.run(command, check=True, capture_output=True, env=env, text=True).stdout)
