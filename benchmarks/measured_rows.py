@@ -224,7 +224,7 @@ def summary(work: Path, n: int, seed: int) -> None:
 
 
 def model_path(size: str) -> Path:
-    """The verified GGUF file of the ``0.5b`` or ``1.5b`` measured model (module docstring)."""
+    """The verified GGUF file of the ``0.5b`` or ``1.5b`` model, or the ``0.5b-hf`` folder (module docstring)."""
     sys.path.insert(0, str(REPO))
     from tests.models.local_model import MEASURE_MODEL, TEST_MODEL, assemble_gguf
 
