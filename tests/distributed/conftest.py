@@ -25,7 +25,9 @@ def cat(folder: Path) -> bytes:
 class LocalCluster:
     """A started cluster and this process connected to it."""
 
-    def __init__(self, workers: int, head_cpus: int, dashboard: bool) -> None:
+    def __init__(
+        self, workers: int, head_cpus: int, dashboard: bool, system_config: dict[str, Any] | None = None
+    ) -> None:
         self.ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'verimod[ray]')")
         if dashboard:  # the state API the test reads is served by the dashboard: ray[default]
             pytest.importorskip("aiohttp_cors", reason="Ray's dashboard is not installed (pip install 'verimod[ray]')")
@@ -39,6 +41,7 @@ class LocalCluster:
                 "num_cpus": head_cpus,
                 "object_store_memory": OBJECT_STORE_MB * MB,
                 "include_dashboard": dashboard,
+                **({"_system_config": system_config} if system_config else {}),
             },
         )
         self.workers = [self.add_worker() for _ in range(workers)]

@@ -33,7 +33,11 @@ JOIN_TASKS = {"_route_lengths", "_distinct_band", "_band_classes", "_route_bucke
 
 @pytest.fixture(scope="module")
 def cluster():
-    started = LocalCluster(workers=2, head_cpus=0, dashboard=True)  # the dashboard serves the state API
+    # The dashboard serves the state API. Nodes report task events every 100 ms (Ray's default is
+    # 1 s), so a join task of a fraction of a second, on a quiet machine, is still seen running.
+    started = LocalCluster(
+        workers=2, head_cpus=0, dashboard=True, system_config={"task_events_report_interval_ms": 100}
+    )
     yield started
     started.close()
 
