@@ -2,7 +2,7 @@ import sqlite3
 
 import pytest
 
-from verimod.core.cache import ResponseCache, cache_key
+from verimod.core.cache import ResponseCache, _enable_wal, cache_key
 from verimod.models.base import ChatMessage, GenerationParams, ModelRequest, ModelResponse, StructuredOutput
 
 IDENTITY = {"backend": "openai", "model": "m"}
@@ -55,3 +55,31 @@ def test_round_trip_wal_info_and_clear(tmp_path, monkeypatch):
     assert reopened.get(key).text == "回答"
     assert reopened.clear() == 1 and reopened.get(key) is None
     reopened.close()
+
+
+class _BusyThenFree:
+    """A connection stub whose ``PRAGMA journal_mode=WAL`` is refused ``busy`` times first."""
+
+    def __init__(self, busy: int, message: str = "database is locked") -> None:
+        self.busy, self.message, self.calls = busy, message, 0
+
+    def execute(self, sql: str) -> None:
+        assert sql == "PRAGMA journal_mode=WAL"
+        self.calls += 1
+        if self.calls <= self.busy:
+            raise sqlite3.OperationalError(self.message)
+
+
+def test_switching_to_wal_is_retried_while_the_file_is_locked() -> None:
+    db = _BusyThenFree(busy=3)
+    _enable_wal(db, wait_s=5, pause_s=0.001)  # type: ignore[arg-type]
+    assert db.calls == 4
+
+
+def test_switching_to_wal_gives_up_after_the_wait_and_on_other_errors() -> None:
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _enable_wal(_BusyThenFree(busy=10**9), wait_s=0.05, pause_s=0.001)  # type: ignore[arg-type]
+    other = _BusyThenFree(busy=1, message="disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        _enable_wal(other, wait_s=5, pause_s=0.001)  # type: ignore[arg-type]
+    assert other.calls == 1

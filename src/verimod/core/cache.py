@@ -44,6 +44,22 @@ def cache_key(identity: dict[str, Any], request: ModelRequest, prompt_version: s
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _enable_wal(db: sqlite3.Connection, wait_s: float = 30.0, pause_s: float = 0.05) -> None:
+    """``PRAGMA journal_mode=WAL``, retried for up to ``wait_s`` while SQLite answers "database is
+    locked": switching the journal mode needs the file to itself, and SQLite can report it busy
+    at once, without its busy timeout, while other connections (the concurrent cells of a sweep)
+    open or write the same cache."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause_s)
+
+
 class ResponseCache:
     """A persistent map from :func:`cache_key` to :class:`ModelResponse`."""
 
@@ -51,7 +67,7 @@ class ResponseCache:
         self.path = Path(path) if path is not None else cache_dir() / "responses.sqlite3"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        _enable_wal(self._db)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, response TEXT NOT NULL, "
